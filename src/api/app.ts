@@ -1,0 +1,48 @@
+import Koa from "koa";
+import Router from "@koa/router";
+import { errorBodies } from "./errors.js";
+import { jsonBody } from "./body.js";
+import { bearerAuth } from "./auth.js";
+import { fullPath, mountRoutes, type Route } from "./route.js";
+import { openApiDocument } from "./openapi.js";
+import type { Services } from "./services.js";
+import { userRoutes } from "./resources/users.js";
+import { apiKeyRoutes } from "./resources/apiKeys.js";
+import { orgRoutes } from "./resources/orgs.js";
+
+export function apiRoutes(services: Services): Route[] {
+  return [...userRoutes(services), ...apiKeyRoutes(services), ...orgRoutes(services)];
+}
+
+/** The whole HTTP API, read top to bottom: errors, auth, body, routes. */
+export function createApp(services: Services, options: { version: string; publicUrl: () => string }): Koa {
+  const routes = apiRoutes(services);
+  const openapi: Route = {
+    method: "GET",
+    path: "/openapi.json",
+    operationId: "getOpenApi",
+    summary: "This document",
+    tag: "meta",
+    public: true,
+    response: { description: "the OpenAPI 3.1 document" },
+    handle: () => ({ body: openApiDocument(allRoutes, { version: options.version, serverUrl: options.publicUrl() }) }),
+  };
+  const allRoutes = [...routes, openapi];
+  const publicPaths = new Set(allRoutes.filter((r) => r.public).map((r) => `${r.method} ${fullPath(r)}`));
+
+  const app = new Koa({ proxy: false });
+  const router = new Router();
+  mountRoutes(router, allRoutes);
+  app.use(errorBodies);
+  app.use(
+    bearerAuth({
+      accounts: services.accounts,
+      isPublic: (method, path) => publicPaths.has(`${method} ${path}`),
+      catchUp: () => services.projector.catchUp(5_000),
+    }),
+  );
+  app.use(jsonBody(services.config.maxBodyBytes));
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: true }));
+  return app;
+}

@@ -1,0 +1,45 @@
+import type { Context, Next } from "koa";
+import getRawBody from "raw-body";
+import { ApiError } from "./errors.js";
+
+/**
+ * Reads JSON request bodies for the API: wrong content type 415, over the limit 413, unparsable
+ * 400. An empty body is no body, since several endpoints take their parameters in the query string.
+ */
+export function jsonBody(limitBytes: number) {
+  return async function parseJsonBody(ctx: Context, next: Next): Promise<void> {
+    if (ctx.method === "GET" || ctx.method === "HEAD" || ctx.method === "DELETE" || ctx.method === "OPTIONS") {
+      return next();
+    }
+    const length = ctx.request.length;
+    if (length !== undefined && length > limitBytes) {
+      throw new ApiError(413, "payload_too_large", `request body is over ${limitBytes} bytes`);
+    }
+    const hasBody = (length ?? 0) > 0 || ctx.get("transfer-encoding") !== "";
+    if (!hasBody) return next();
+    if (!ctx.is("application/json")) {
+      throw new ApiError(415, "unsupported_media_type", "request bodies must be JSON with Content-Type: application/json");
+    }
+    let text: string;
+    try {
+      text = await getRawBody(ctx.req, { limit: limitBytes, length, encoding: "utf8" });
+    } catch (error) {
+      const status = (error as { status?: number }).status;
+      if (status === 413) throw new ApiError(413, "payload_too_large", `request body is over ${limitBytes} bytes`);
+      throw new ApiError(400, "malformed_body", "the request body could not be read");
+    }
+    if (text.trim() === "") return next();
+    try {
+      ctx.request.body = JSON.parse(text);
+    } catch (error) {
+      throw new ApiError(400, "malformed_json", `the request body is not valid JSON: ${(error as Error).message}`);
+    }
+    return next();
+  };
+}
+
+declare module "koa" {
+  interface Request {
+    body?: unknown;
+  }
+}

@@ -1,0 +1,20 @@
+import type { Database } from "better-sqlite3";
+import type { EventStore } from "../store/eventStore.js";
+import type { Projector } from "../projector/projector.js";
+import type { AccountsReadModel } from "../readModels/accounts.js";
+import type { UsageReadModel } from "../readModels/usage.js";
+import type { Clock } from "../ids.js";
+import type { Config } from "../config.js";
+
+/** What route handlers may use; built once per node in src/node.ts. */
+export interface Services {
+  readonly config: Config;
+  readonly store: EventStore;
+  readonly projector: Projector;
+  readonly db: Database;
+  readonly accounts: AccountsReadModel;
+  readonly usage: UsageReadModel;
+  readonly clock: Clock;
+  /** Awaits the node's projections up to a write's position, so the answer reflects the write. */
+  written<T extends { position: number | undefined }>(write: Promise<T>): Promise<T>;
+}

@@ -1,0 +1,98 @@
+import type { Command } from "commander";
+import { openEventStore } from "../store/open.js";
+import type { EventStore } from "../store/eventStore.js";
+import { loadConfig } from "../config.js";
+import { systemClock } from "../ids.js";
+import { addOrgMember, createOrganization, createUserAccount, issueKey, revokeKey, setPlan } from "../accounts/accounts.js";
+import { failWith, printJson } from "./output.js";
+import type { Plan } from "../../commands/users/user.js";
+
+/** Runs an operator action against the configured log (the same one a running server uses). */
+async function withStore(action: (store: EventStore) => Promise<unknown>): Promise<void> {
+  const store = await openEventStore(loadConfig().eventStore);
+  try {
+    printJson(await action(store));
+  } catch (error) {
+    failWith(error);
+  } finally {
+    await store.close();
+  }
+}
+
+const ctx = (store: EventStore) => ({ store, clock: systemClock, metadata: { by: "operator-cli" } });
+
+function plan(value: string): Plan {
+  if (value !== "free" && value !== "paid") throw new Error(`--plan must be free or paid, got "${value}"`);
+  return value;
+}
+
+export function adminCommands(program: Command): void {
+  const admin = program.command("admin").description("operator commands (print JSON)");
+
+  const user = admin.command("user").description("users");
+  user
+    .command("create")
+    .requiredOption("--username <username>")
+    .requiredOption("--email <email>")
+    .option("--plan <plan>", "free or paid", "free")
+    .description("create a user and print its id and first API key")
+    .action((o: { username: string; email: string; plan: string }) =>
+      withStore(async (store) => {
+        const created = await createUserAccount(ctx(store), { username: o.username, email: o.email, plan: plan(o.plan) });
+        return { id: created.id, api_key: created.apiKey };
+      }),
+    );
+  user
+    .command("set-plan <userId>")
+    .requiredOption("--plan <plan>", "free or paid")
+    .description("move a user to the free or the paid plan")
+    .action((userId: string, o: { plan: string }) =>
+      withStore(async (store) => {
+        await setPlan(ctx(store), userId, plan(o.plan));
+        return { id: userId, plan: o.plan };
+      }),
+    );
+
+  const org = admin.command("org").description("organizations");
+  org
+    .command("create")
+    .requiredOption("--name <name>")
+    .requiredOption("--owner <userId>")
+    .option("--email <email>", "the organization's contact address")
+    .description("create an organization owned by a user")
+    .action((o: { name: string; owner: string; email?: string }) =>
+      withStore(async (store) => {
+        const { position: _position, ...created } = await createOrganization(ctx(store), { name: o.name, ownerId: o.owner, email: o.email });
+        return created;
+      }),
+    );
+  org
+    .command("add-member <orgId> <userId>")
+    .description("make a user a member of an organization")
+    .action((orgId: string, userId: string) =>
+      withStore(async (store) => {
+        await addOrgMember(ctx(store), orgId, userId);
+        return { org_id: orgId, user_id: userId, role: "member" };
+      }),
+    );
+
+  const key = admin.command("key").description("API keys");
+  key
+    .command("create <userId>")
+    .description("issue a new API key for a user")
+    .action((userId: string) =>
+      withStore(async (store) => {
+        const issued = await issueKey(ctx(store), userId);
+        return { id: issued.id, api_key: issued.apiKey };
+      }),
+    );
+  key
+    .command("revoke <apiKey>")
+    .description("revoke an API key (the key itself, or its k_ id)")
+    .action((apiKey: string) =>
+      withStore(async (store) => {
+        const revoked = await revokeKey(ctx(store), apiKey);
+        return { id: revoked.id, revoked: true };
+      }),
+    );
+}

@@ -1,0 +1,33 @@
+import { Command } from "commander";
+import { loadConfig } from "../config.js";
+import { startNode, VERSION } from "../node.js";
+import { adminCommands } from "./admin.js";
+import { auditCommand } from "./audit.js";
+import { projectionsCommands } from "./projections.js";
+
+const program = new Command("headwater").version(VERSION).description("Headwater: self-hosted event sources");
+
+program
+  .command("start")
+  .description("serve the API (all roles, embedded log unless configured otherwise)")
+  .action(async () => {
+    const node = await startNode(loadConfig());
+    process.stdout.write(`Headwater listening on ${node.url} (API at ${node.url}/v1)\n`);
+    if (node.bootstrapKey) {
+      process.stdout.write(`Bootstrap operator API key (shown once, keep it): ${node.bootstrapKey}\n`);
+    }
+    let closing = false;
+    const shutdown = () => {
+      if (closing) return;
+      closing = true;
+      node.close().then(() => process.exit(0), () => process.exit(1));
+    };
+    process.on("SIGINT", shutdown);
+    process.on("SIGTERM", shutdown);
+  });
+
+adminCommands(program);
+auditCommand(program);
+projectionsCommands(program);
+
+await program.parseAsync(process.argv);

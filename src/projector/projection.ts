@@ -1,0 +1,18 @@
+import type { Database } from "better-sqlite3";
+import type { RecordedEvent } from "../store/eventStore.js";
+
+/**
+ * A read model: the events it handles and the rows it writes, nothing else. `apply` runs inside
+ * the projector's transaction, together with the checkpoint, so an event is never applied twice.
+ */
+export interface Projection {
+  readonly name: string;
+  /** Bump when the tables or the way rows are written change: the projection is then rebuilt on start. */
+  readonly version: number;
+  /** CREATE TABLE / CREATE INDEX statements, each idempotent (IF NOT EXISTS). */
+  readonly schema: readonly string[];
+  /** Tables dropped when the projection is rebuilt. */
+  readonly tables: readonly string[];
+  readonly handles: ReadonlySet<string>;
+  apply(db: Database, event: RecordedEvent): void;
+}

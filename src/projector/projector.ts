@@ -1,0 +1,147 @@
+import type { Database } from "better-sqlite3";
+import type { AllSubscription, EventStore, RecordedEvent } from "../store/eventStore.js";
+import type { Projection } from "./projection.js";
+
+type Waiter = { position: number; resolve: () => void; reject: (error: unknown) => void };
+export type AppliedListener = (events: readonly RecordedEvent[]) => void;
+
+/**
+ * Feeds every projection from $all into the node's read-model database. Each batch and the
+ * checkpoints it moves are one transaction. Writers await `waitFor(position)` for read-your-writes.
+ */
+export class Projector {
+  #position = 0;
+  #subscription: AllSubscription | undefined;
+  #waiters: Waiter[] = [];
+  #listeners = new Set<AppliedListener>();
+  #failure: unknown;
+  readonly #checkpoints = new Map<string, number>();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly db: Database,
+    private readonly projections: readonly Projection[],
+  ) {}
+
+  /** Position of the last event every projection has processed. */
+  get position(): number {
+    return this.#position;
+  }
+
+  start(): void {
+    this.#prepareSchema();
+    const from = Math.min(...this.projections.map((p) => this.#checkpoints.get(p.name) ?? 0));
+    this.#position = from;
+    this.#subscription = this.store.subscribeToAll({
+      fromPosition: from,
+      batchSize: 500,
+      onEvents: (events) => this.#applyBatch(events),
+      onError: (error) => this.#fail(error),
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.#subscription?.stop();
+    this.#subscription = undefined;
+  }
+
+  /** Resolves once the read models include everything up to `position`. */
+  waitFor(position: number, timeoutMs = 30_000): Promise<void> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    if (position <= this.#position) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        position,
+        resolve: () => (clearTimeout(timer), resolve()),
+        reject: (error) => (clearTimeout(timer), reject(error)),
+      };
+      const timer = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((w) => w !== waiter);
+        reject(new Error(`read models did not reach position ${position} within ${timeoutMs} ms (at ${this.#position})`));
+      }, timeoutMs);
+      this.#waiters.push(waiter);
+    });
+  }
+
+  /** Waits until everything committed to the log so far (by any process) is projected. */
+  async catchUp(timeoutMs?: number): Promise<void> {
+    await this.waitFor(await this.store.headPosition(), timeoutMs);
+  }
+
+  /** Called after each committed batch: live consumers (SSE) hang off the projector's tail. */
+  onApplied(listener: AppliedListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #prepareSchema(): void {
+    this.db.exec(
+      "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, version INTEGER NOT NULL, position INTEGER NOT NULL)",
+    );
+    const read = this.db.prepare<[string], { version: number; position: number }>(
+      "SELECT version, position FROM projection_checkpoints WHERE name = ?",
+    );
+    const reset = this.db.prepare(
+      "INSERT INTO projection_checkpoints (name, version, position) VALUES (?, ?, 0) ON CONFLICT(name) DO UPDATE SET version = excluded.version, position = 0",
+    );
+    this.db.transaction(() => {
+      for (const projection of this.projections) {
+        const row = read.get(projection.name);
+        if (!row || row.version !== projection.version) {
+          for (const table of projection.tables) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
+          reset.run(projection.name, projection.version);
+        }
+        for (const statement of projection.schema) this.db.exec(statement);
+        this.#checkpoints.set(projection.name, row && row.version === projection.version ? row.position : 0);
+      }
+    })();
+  }
+
+  #applyBatch(events: readonly RecordedEvent[]): void {
+    if (events.length === 0) return;
+    const last = events[events.length - 1]!.position;
+    const save = this.db.prepare("UPDATE projection_checkpoints SET position = ? WHERE name = ?");
+    this.db.transaction(() => {
+      for (const projection of this.projections) {
+        const checkpoint = this.#checkpoints.get(projection.name) ?? 0;
+        if (checkpoint >= last) continue;
+        for (const event of events) {
+          if (event.position > checkpoint && projection.handles.has(event.type)) projection.apply(this.db, event);
+        }
+        save.run(last, projection.name);
+      }
+    })();
+    for (const projection of this.projections) {
+      this.#checkpoints.set(projection.name, Math.max(last, this.#checkpoints.get(projection.name) ?? 0));
+    }
+    this.#position = last;
+    const ready = this.#waiters.filter((w) => w.position <= last);
+    this.#waiters = this.#waiters.filter((w) => w.position > last);
+    for (const waiter of ready) waiter.resolve();
+    for (const listener of this.#listeners) listener(events);
+  }
+
+  #fail(error: unknown): void {
+    this.#failure = error;
+    console.error("projector stopped:", error);
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const waiter of waiters) waiter.reject(error);
+  }
+}
+
+/** Drops every read model and replays the whole log into them (operator command and tests). */
+export async function rebuildProjections(store: EventStore, db: Database, projections: readonly Projection[]): Promise<number> {
+  db.transaction(() => {
+    for (const projection of projections) for (const table of projection.tables) db.exec(`DROP TABLE IF EXISTS ${table}`);
+    db.exec("DROP TABLE IF EXISTS projection_checkpoints");
+  })();
+  const projector = new Projector(store, db, projections);
+  projector.start();
+  try {
+    await projector.catchUp(10 * 60_000);
+  } finally {
+    await projector.stop();
+  }
+  return projector.position;
+}

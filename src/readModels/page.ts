@@ -1,0 +1,49 @@
+import type { Database } from "better-sqlite3";
+
+/** A decoded page request: positions are the listing's sort key (a log position, `seq`). */
+export interface PageRequest {
+  readonly limit: number;
+  readonly after?: number;
+  readonly before?: number;
+}
+
+export interface Page<Row> {
+  readonly rows: Row[];
+  readonly total: number;
+}
+
+/**
+ * Keyset pagination over an indexed `seq` column: a page costs one index range scan of `limit`
+ * rows at any depth. `order` is the listing's reading order; `after` moves along it, `before` back.
+ */
+export function keysetPage<Row extends { seq: number }>(
+  db: Database,
+  query: { from: string; where: string; params: readonly unknown[]; order: "asc" | "desc"; total: number },
+  page: PageRequest,
+): Page<Row> {
+  const forward = query.order === "asc" ? ">" : "<";
+  const backward = query.order === "asc" ? "<" : ">";
+  const reversed = query.order === "asc" ? "DESC" : "ASC";
+  const order = query.order.toUpperCase();
+  let rows: Row[];
+  if (page.before !== undefined) {
+    rows = db
+      .prepare(`SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${backward} ? ORDER BY seq ${reversed} LIMIT ?`)
+      .all(...query.params, page.before, page.limit) as Row[];
+    rows.reverse();
+  } else if (page.after !== undefined) {
+    rows = db
+      .prepare(`SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${forward} ? ORDER BY seq ${order} LIMIT ?`)
+      .all(...query.params, page.after, page.limit) as Row[];
+  } else {
+    rows = db
+      .prepare(`SELECT * FROM ${query.from} WHERE ${query.where} ORDER BY seq ${order} LIMIT ?`)
+      .all(...query.params, page.limit) as Row[];
+  }
+  return { rows, total: query.total };
+}
+
+export function countOf(db: Database, table: string, owner: string): number {
+  const row = db.prepare<[string], { n: number }>(`SELECT n FROM ${table} WHERE owner = ?`).get(owner);
+  return row?.n ?? 0;
+}

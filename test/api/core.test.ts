@@ -1,0 +1,250 @@
+import { expect } from "chai";
+import { TestServer, type ApiClient } from "../harness/server.js";
+
+// The API conventions of the core issue, over real HTTP against the real server process.
+
+describe("API conventions (real server)", function () {
+  this.timeout(60_000);
+  const server = new TestServer();
+  let admin: ApiClient;
+
+  before(async () => {
+    await server.start();
+    admin = server.client();
+  });
+  after(() => server.stop());
+
+  describe("authentication", () => {
+    it("answers 401 with an error body when the header is missing", async () => {
+      const r = await server.client(undefined as unknown as string).get("/v1/users/me");
+      expect(r.status).to.equal(401);
+      expect(r.body).to.include({ code: "unauthorized" });
+      expect(r.body.error).to.be.a("string").and.match(/Authorization/);
+      expect(r.headers.get("www-authenticate")).to.match(/^Bearer/);
+    });
+
+    it("answers 401 for a malformed header", async () => {
+      for (const header of ["Token abc", "Bearer", "Bearer a b", "Basic dXNlcjpwYXNz"]) {
+        const r = await server.client(undefined as unknown as string).get("/v1/users/me", { authorization: header });
+        expect(r.status, header).to.equal(401);
+        expect(r.body.code, header).to.equal("unauthorized");
+      }
+    });
+
+    it("answers 401 for an unknown key", async () => {
+      const r = await server.client("hw_" + "x".repeat(40)).get("/v1/users/me");
+      expect(r.status).to.equal(401);
+      expect(r.body).to.deep.equal({ error: "the API key is unknown or revoked", code: "unauthorized" });
+    });
+
+    it("a key created by the operator CLI works at once, and a revoked one stops working", async () => {
+      const created = server.cli("admin", "user", "create", "--username", "cli-user", "--email", "cli@example.com");
+      expect(created.status, created.stderr).to.equal(0);
+      expect(created.json.id).to.match(/^u_/);
+      const client = server.client(created.json.api_key);
+      expect((await client.get("/v1/users/me")).body.data.id).to.equal(created.json.id);
+
+      const second = server.cli("admin", "key", "create", created.json.id);
+      expect(second.status, second.stderr).to.equal(0);
+      const revoked = server.cli("admin", "key", "revoke", created.json.api_key);
+      expect(revoked.status, revoked.stderr).to.equal(0);
+      expect(revoked.json).to.include({ revoked: true });
+
+      let status = 200;
+      for (let i = 0; i < 50 && status === 200; i++) {
+        status = (await client.get("/v1/users/me")).status;
+        if (status === 200) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(status, "the revoked key must stop working").to.equal(401);
+      expect((await server.client(second.json.api_key).get("/v1/users/me")).status).to.equal(200);
+    });
+
+    it("serves the OpenAPI document without a key, generated from the request schemas", async () => {
+      const r = await server.client(undefined as unknown as string).get("/v1/openapi.json");
+      expect(r.status).to.equal(200);
+      expect(r.body.openapi).to.equal("3.1.0");
+      const list = r.body.paths["/v1/users/me/api_keys"].get;
+      const limit = list.parameters.find((p: { name: string }) => p.name === "limit");
+      expect(limit.schema).to.include({ minimum: 1, maximum: 100, default: 10 });
+      expect(r.body.paths["/v1/users/me"].get.responses["200"]).to.have.property("content");
+    });
+  });
+
+  describe("request errors", () => {
+    it("415 for a body that is not JSON", async () => {
+      const r = await admin.post("/v1/users/me/api_keys", "name=x", { "content-type": "application/x-www-form-urlencoded" });
+      expect(r.status).to.equal(415);
+      expect(r.body.code).to.equal("unsupported_media_type");
+    });
+
+    it("400 for malformed JSON", async () => {
+      const r = await admin.post("/v1/users/me/api_keys", "{\"name\": ", { "content-type": "application/json" });
+      expect(r.status).to.equal(400);
+      expect(r.body.code).to.equal("malformed_json");
+    });
+
+    it("400 listing every invalid field", async () => {
+      const r = await admin.post("/v1/users/me/api_keys", { name: 5, colour: "red" });
+      expect(r.status).to.equal(400);
+      expect(r.body.code).to.equal("invalid_request");
+      const paths = r.body.details.map((d: { path: string }) => d.path);
+      expect(paths).to.have.members(["body.name", "body.colour"]);
+    });
+
+    it("413 for a body over the limit, and nothing is written", async () => {
+      const before = (await admin.get("/v1/users/me/api_keys")).body.page_info.total_count;
+      const r = await admin.post("/v1/users/me/api_keys", { name: "x".repeat(2 * 1024 * 1024) });
+      expect(r.status).to.equal(413);
+      expect(r.body.code).to.equal("payload_too_large");
+      expect((await admin.get("/v1/users/me/api_keys")).body.page_info.total_count).to.equal(before);
+    });
+
+    it("400 for a bad limit, naming it", async () => {
+      for (const limit of ["0", "101", "abc", "1.5"]) {
+        const r = await admin.get(`/v1/users/me/api_keys?limit=${limit}`);
+        expect(r.status, limit).to.equal(400);
+        expect(r.body.details[0].path, limit).to.equal("query.limit");
+      }
+    });
+
+    it("400 for a cursor the service did not issue", async () => {
+      const r = await admin.get("/v1/users/me/api_keys?after=not-a-cursor");
+      expect(r.status).to.equal(400);
+      expect(r.body.details[0].path).to.equal("query.after");
+    });
+
+    it("404 with an error body for unknown routes, 405 for a wrong method", async () => {
+      const missing = await admin.get("/v1/nothing-here");
+      expect(missing.status).to.equal(404);
+      expect(missing.body.code).to.equal("not_found");
+      const wrong = await admin.put("/v1/users/me", {});
+      expect(wrong.status).to.equal(405);
+      expect(wrong.body.code).to.equal("method_not_allowed");
+    });
+  });
+
+  describe("users and organizations", () => {
+    it("GET /users/me has the free-plan shape for a free user", async () => {
+      const u = server.cli("admin", "user", "create", "--username", "freebie", "--email", "free@example.com");
+      const r = await server.client(u.json.api_key).get("/v1/users/me");
+      expect(r.status).to.equal(200);
+      expect(r.body.data).to.deep.equal({
+        id: u.json.id, username: "freebie", email: "free@example.com", orgs: [],
+        daily_compute_time_quota: 1_800_000, daily_compute_time_used: 0,
+        daily_invocations_quota: 10_000, daily_invocations_used: 0,
+      });
+    });
+
+    it("GET /users/me has the paid-plan shape with the current billing period", async () => {
+      const u = server.cli("admin", "user", "create", "--username", "payer", "--email", "pay@example.com", "--plan", "paid");
+      const r = await server.client(u.json.api_key).get("/v1/users/me");
+      const data = r.body.data;
+      expect(data).to.not.have.property("daily_invocations_quota");
+      expect(data.billing_period_invocations).to.equal(0);
+      const now = Date.now() / 1000;
+      expect(data.billing_period_start_ts).to.be.at.most(now);
+      expect(data.billing_period_end_ts).to.be.greaterThan(now);
+      expect(data.billing_period_end_ts - data.billing_period_start_ts).to.be.within(28 * 86400, 31 * 86400);
+    });
+
+    it("organizations: members see the org, others get 404 as for an unknown id", async () => {
+      const owner = server.cli("admin", "user", "create", "--username", "owner1", "--email", "o1@example.com");
+      const member = server.cli("admin", "user", "create", "--username", "member1", "--email", "m1@example.com");
+      const stranger = server.cli("admin", "user", "create", "--username", "stranger1", "--email", "s1@example.com");
+      const org = server.cli("admin", "org", "create", "--name", "Acme Widgets", "--owner", owner.json.id, "--email", "ops@acme.test");
+      expect(org.status, org.stderr).to.equal(0);
+      expect(org.json).to.include({ name: "Acme Widgets", orgname: "acme-widgets", email: "ops@acme.test" });
+      expect(server.cli("admin", "org", "add-member", org.json.id, member.json.id).status).to.equal(0);
+
+      const expected = { id: org.json.id, name: "Acme Widgets", orgname: "acme-widgets", email: "ops@acme.test" };
+      expect((await server.client(member.json.api_key).get("/v1/users/me")).body.data.orgs).to.deep.equal([expected]);
+      expect((await server.client(owner.json.api_key).get(`/v1/orgs/${org.json.id}`)).body.data).to.deep.equal(expected);
+      expect((await server.client(member.json.api_key).get(`/v1/orgs/${org.json.id}`)).status).to.equal(200);
+
+      const foreign = await server.client(stranger.json.api_key).get(`/v1/orgs/${org.json.id}`);
+      const unknown = await server.client(stranger.json.api_key).get("/v1/orgs/o_doesnotexist0000");
+      expect(foreign.status).to.equal(404);
+      expect(foreign.body).to.deep.equal(unknown.body);
+    });
+
+    it("the CLI refuses duplicate usernames and unknown users with a JSON error", async () => {
+      const again = server.cli("admin", "user", "create", "--username", "freebie", "--email", "x@example.com");
+      expect(again.status).to.equal(1);
+      expect(again.json.code).to.equal("name_taken");
+      const unknown = server.cli("admin", "key", "create", "u_nobody000000000");
+      expect(unknown.status).to.equal(1);
+      expect(unknown.json.code).to.equal("not_found");
+    });
+
+    it("audit prints a resource's history event by event", async () => {
+      const u = server.cli("admin", "user", "create", "--username", "audited", "--email", "a@example.com");
+      server.cli("admin", "user", "set-plan", u.json.id, "--plan", "paid");
+      const audit = server.cli("audit", u.json.id);
+      expect(audit.status, audit.stderr).to.equal(0);
+      expect(audit.json.stream).to.equal(`user-${u.json.id}`);
+      expect(audit.json.events.map((e: { type: string }) => e.type)).to.deep.equal(["UserCreated", "UserPlanChanged"]);
+      expect(audit.json.events[1].data).to.include({ plan: "paid" });
+      expect(audit.json.events[0].metadata).to.deep.equal({ by: "operator-cli" });
+    });
+  });
+
+  describe("pagination and fields", () => {
+    let client: ApiClient;
+    const created: string[] = [];
+
+    before(async function () {
+      this.timeout(120_000);
+      const u = server.cli("admin", "user", "create", "--username", "pager", "--email", "p@example.com");
+      client = server.client(u.json.api_key);
+      const first = await client.get("/v1/users/me/api_keys");
+      created.push(first.body.data[0].id);
+      for (let i = 0; i < 249; i++) {
+        const r = await client.post("/v1/users/me/api_keys", { name: `key ${i}` });
+        expect(r.status).to.equal(200);
+        created.push(r.body.data.id);
+      }
+    });
+
+    it("walks forward and back across 250 items with no gaps or repeats", async () => {
+      const forward: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const r = await client.get(`/v1/users/me/api_keys?limit=23${cursor ? `&after=${cursor}` : ""}`);
+        expect(r.status).to.equal(200);
+        expect(r.body.page_info.total_count).to.equal(250);
+        expect(r.body.page_info.count).to.equal(r.body.data.length);
+        forward.push(...r.body.data.map((k: { id: string }) => k.id));
+        cursor = r.body.data.length > 0 ? r.body.page_info.end_cursor : null;
+        pages++;
+      } while (cursor && pages < 50);
+      expect(forward).to.deep.equal(created);
+
+      // Walk back with `before`, starting from the last item's cursor (the last forward end_cursor).
+      let lastPage = await client.get("/v1/users/me/api_keys?limit=100");
+      for (let i = 0; i < 2; i++) lastPage = await client.get(`/v1/users/me/api_keys?limit=100&after=${lastPage.body.page_info.end_cursor}`);
+      expect(lastPage.body.data).to.have.length(50);
+      const backward: string[] = [lastPage.body.data[49].id];
+      let before: string | null = lastPage.body.page_info.end_cursor;
+      while (before) {
+        const r = await client.get(`/v1/users/me/api_keys?limit=17&before=${before}`);
+        backward.unshift(...r.body.data.map((k: { id: string }) => k.id));
+        before = r.body.data.length > 0 ? r.body.page_info.start_cursor : null;
+      }
+      expect(backward).to.deep.equal(created);
+    });
+
+    it("include and exclude pick the fields of each item", async () => {
+      const included = await client.get("/v1/users/me/api_keys?limit=3&include=id,name");
+      expect(included.body.data).to.have.length(3);
+      for (const item of included.body.data) expect(Object.keys(item)).to.have.members(["id", "name"]);
+      const excluded = await client.get("/v1/users/me/api_keys?limit=3&exclude=name");
+      for (const item of excluded.body.data) expect(Object.keys(item)).to.have.members(["id", "created_at"]);
+      const me = await client.get("/v1/users/me?include=username");
+      expect(me.body.data).to.deep.equal({ username: "pager" });
+      const unknown = await client.get("/v1/users/me?include=nope");
+      expect(unknown.status).to.equal(400);
+      expect(unknown.body.details[0]).to.deep.include({ path: "include" });
+    });
+  });
+});

@@ -1,0 +1,80 @@
+import type { AllSubscription, RecordedEvent, SubscribeToAllOptions } from "./eventStore.js";
+
+interface Deferred {
+  readonly promise: Promise<void>;
+  readonly resolve: () => void;
+}
+
+// Promise.withResolvers is Node 22+.
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((settle) => (resolve = settle));
+  return { promise, resolve };
+}
+
+/** Wakes waiting subscriptions when new events may have been committed. */
+export class CommitSignal {
+  private next = deferred();
+
+  /** A promise settled by the next notify() after this call. Take it BEFORE reading, so no commit slips between. */
+  nextCommit(): Promise<void> {
+    return this.next.promise;
+  }
+
+  notify(): void {
+    const current = this.next;
+    this.next = deferred();
+    current.resolve();
+  }
+}
+
+export const defaultBatchSize = 100;
+
+/**
+ * A catch-up subscription to $all that becomes a live tail: reads batches after the checkpoint
+ * until a read comes back short, then sleeps until the signal says something was committed.
+ */
+export function runAllSubscription(
+  options: SubscribeToAllOptions,
+  readAll: (fromPosition: number, maxCount: number) => Promise<RecordedEvent[]> | RecordedEvent[],
+  signal: CommitSignal,
+  onStopped: (subscription: AllSubscription) => void,
+): AllSubscription {
+  const batchSize = Math.max(1, options.batchSize ?? defaultBatchSize);
+  const stopRequested = deferred();
+  let stopped = false;
+  let checkpoint = options.fromPosition;
+
+  const run = async (): Promise<void> => {
+    while (!stopped) {
+      const committed = signal.nextCommit();
+      const events = await readAll(checkpoint, batchSize);
+      if (stopped) return;
+      if (events.length > 0) {
+        await options.onEvents(events);
+        checkpoint = events[events.length - 1]!.position;
+      }
+      if (events.length < batchSize) await Promise.race([committed, stopRequested.promise]);
+    }
+  };
+
+  const subscription: AllSubscription = {
+    // Awaiting stop() from inside onEvents would wait for itself: call it without await there.
+    async stop() {
+      stopped = true;
+      stopRequested.resolve();
+      await running;
+    },
+  };
+  const running = run().then(
+    () => onStopped(subscription),
+    (error: unknown) => {
+      stopped = true;
+      onStopped(subscription);
+      // Without onError the failure surfaces as an unhandled rejection rather than vanishing.
+      if (options.onError) options.onError(error);
+      else void Promise.reject(error);
+    },
+  );
+  return subscription;
+}

@@ -1,0 +1,50 @@
+import { randomUUID } from "node:crypto";
+import type { EventMetadata, NewEvent } from "./eventStore.js";
+
+/** A NewEvent checked and completed for writing: it has its id and a metadata object. */
+export interface ProposedEvent {
+  readonly id: string;
+  readonly type: string;
+  readonly data: unknown;
+  readonly metadata: EventMetadata;
+  /** False when the store generated the id: such an event cannot be a retry, so no lookup. */
+  readonly idGiven: boolean;
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: string): boolean {
+  return uuidPattern.test(value);
+}
+
+/** Validates an append's events (every adapter the same way) and fills in missing ids. */
+export function proposeEvents(events: readonly NewEvent[]): ProposedEvent[] {
+  if (events.length === 0) throw new RangeError("an append needs at least one event");
+  return events.map((event) => {
+    if (typeof event.type !== "string" || event.type.length === 0) {
+      throw new TypeError("event type must be a non-empty string");
+    }
+    if (event.id !== undefined && !isUuid(event.id)) {
+      throw new TypeError(`event id must be a uuid, got ${JSON.stringify(event.id)}`);
+    }
+    const metadata = event.metadata ?? {};
+    if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
+      throw new TypeError("event metadata must be a JSON object");
+    }
+    return {
+      // Lower-case so that the same uuid spelled in another case is the same event everywhere.
+      id: event.id === undefined ? randomUUID() : event.id.toLowerCase(),
+      type: event.type,
+      data: event.data === undefined ? null : event.data,
+      metadata,
+      idGiven: event.id !== undefined,
+    };
+  });
+}
+
+/** JSON text of an event's data; throws a TypeError for values JSON cannot carry. */
+export function jsonText(value: unknown): string {
+  const text = JSON.stringify(value);
+  if (text === undefined) throw new TypeError("event data is not representable as JSON");
+  return text;
+}

@@ -5,13 +5,20 @@ import { loadConfig } from "../config.js";
 import { systemClock } from "../ids.js";
 import { addOrgMember, createOrganization, createUserAccount, issueKey, revokeKey, setPlan } from "../accounts/accounts.js";
 import { failWith, printJson } from "./output.js";
+import { waitForLocalServer } from "./localServer.js";
 import type { Plan } from "../../commands/users/user.js";
 
-/** Runs an operator action against the configured log (the same one a running server uses). */
-async function withStore(action: (store: EventStore) => Promise<unknown>): Promise<void> {
-  const store = await openEventStore(loadConfig().eventStore);
+/**
+ * Runs an operator action against the configured log (the same one a running server uses) and,
+ * when a server runs on this data directory, answers only once that server can see the change.
+ */
+async function withStore(action: (store: EventStore) => Promise<{ output: unknown; position: number | undefined }>): Promise<void> {
+  const config = loadConfig();
+  const store = await openEventStore(config.eventStore);
   try {
-    printJson(await action(store));
+    const { output, position } = await action(store);
+    if (position !== undefined) await waitForLocalServer(config, position);
+    printJson(output);
   } catch (error) {
     failWith(error);
   } finally {
@@ -39,7 +46,7 @@ export function adminCommands(program: Command): void {
     .action((o: { username: string; email: string; plan: string }) =>
       withStore(async (store) => {
         const created = await createUserAccount(ctx(store), { username: o.username, email: o.email, plan: plan(o.plan) });
-        return { id: created.id, api_key: created.apiKey };
+        return { output: { id: created.id, api_key: created.apiKey }, position: created.position };
       }),
     );
   user
@@ -48,8 +55,8 @@ export function adminCommands(program: Command): void {
     .description("move a user to the free or the paid plan")
     .action((userId: string, o: { plan: string }) =>
       withStore(async (store) => {
-        await setPlan(ctx(store), userId, plan(o.plan));
-        return { id: userId, plan: o.plan };
+        const written = await setPlan(ctx(store), userId, plan(o.plan));
+        return { output: { id: userId, plan: o.plan }, position: written.position };
       }),
     );
 
@@ -62,8 +69,8 @@ export function adminCommands(program: Command): void {
     .description("create an organization owned by a user")
     .action((o: { name: string; owner: string; email?: string }) =>
       withStore(async (store) => {
-        const { position: _position, ...created } = await createOrganization(ctx(store), { name: o.name, ownerId: o.owner, email: o.email });
-        return created;
+        const { position, ...created } = await createOrganization(ctx(store), { name: o.name, ownerId: o.owner, email: o.email });
+        return { output: created, position };
       }),
     );
   org
@@ -71,8 +78,8 @@ export function adminCommands(program: Command): void {
     .description("make a user a member of an organization")
     .action((orgId: string, userId: string) =>
       withStore(async (store) => {
-        await addOrgMember(ctx(store), orgId, userId);
-        return { org_id: orgId, user_id: userId, role: "member" };
+        const written = await addOrgMember(ctx(store), orgId, userId);
+        return { output: { org_id: orgId, user_id: userId, role: "member" }, position: written.position };
       }),
     );
 
@@ -83,7 +90,7 @@ export function adminCommands(program: Command): void {
     .action((userId: string) =>
       withStore(async (store) => {
         const issued = await issueKey(ctx(store), userId);
-        return { id: issued.id, api_key: issued.apiKey };
+        return { output: { id: issued.id, api_key: issued.apiKey }, position: issued.position };
       }),
     );
   key
@@ -92,7 +99,7 @@ export function adminCommands(program: Command): void {
     .action((apiKey: string) =>
       withStore(async (store) => {
         const revoked = await revokeKey(ctx(store), apiKey);
-        return { id: revoked.id, revoked: true };
+        return { output: { id: revoked.id, revoked: true }, position: revoked.position };
       }),
     );
 }

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { TestServer, type ApiClient } from "../harness/server.js";
+import { TestServer, type ApiClient, type ApiResponse } from "../harness/server.js";
 
 // The API conventions of the core issue, over real HTTP against the real server process.
 
@@ -16,7 +16,7 @@ describe("API conventions (real server)", function () {
 
   describe("authentication", () => {
     it("answers 401 with an error body when the header is missing", async () => {
-      const r = await server.client(undefined as unknown as string).get("/v1/users/me");
+      const r = await server.anonymous().get("/v1/users/me");
       expect(r.status).to.equal(401);
       expect(r.body).to.include({ code: "unauthorized" });
       expect(r.body.error).to.be.a("string").and.match(/Authorization/);
@@ -25,7 +25,7 @@ describe("API conventions (real server)", function () {
 
     it("answers 401 for a malformed header", async () => {
       for (const header of ["Token abc", "Bearer", "Bearer a b", "Basic dXNlcjpwYXNz"]) {
-        const r = await server.client(undefined as unknown as string).get("/v1/users/me", { authorization: header });
+        const r = await server.anonymous().get("/v1/users/me", { authorization: header });
         expect(r.status, header).to.equal(401);
         expect(r.body.code, header).to.equal("unauthorized");
       }
@@ -60,7 +60,7 @@ describe("API conventions (real server)", function () {
     });
 
     it("serves the OpenAPI document without a key, generated from the request schemas", async () => {
-      const r = await server.client(undefined as unknown as string).get("/v1/openapi.json");
+      const r = await server.anonymous().get("/v1/openapi.json");
       expect(r.status).to.equal(200);
       expect(r.body.openapi).to.equal("3.1.0");
       const list = r.body.paths["/v1/users/me/api_keys"].get;
@@ -210,7 +210,7 @@ describe("API conventions (real server)", function () {
       let cursor: string | null = null;
       let pages = 0;
       do {
-        const r = await client.get(`/v1/users/me/api_keys?limit=23${cursor ? `&after=${cursor}` : ""}`);
+        const r: ApiResponse = await client.get(`/v1/users/me/api_keys?limit=23${cursor ? `&after=${cursor}` : ""}`);
         expect(r.status).to.equal(200);
         expect(r.body.page_info.total_count).to.equal(250);
         expect(r.body.page_info.count).to.equal(r.body.data.length);

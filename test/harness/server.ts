@@ -56,6 +56,7 @@ export class TestServer {
 
   /** Starts the process and resolves with its base URL once it prints that it listens. */
   async start(timeoutMs = 30_000): Promise<string> {
+    this.output = "";
     const child = spawn(process.execPath, ["--no-node-snapshot", "--enable-source-maps", cliEntry, "start"], {
       env: this.env,
       stdio: ["ignore", "pipe", "pipe"],
@@ -108,6 +109,11 @@ export class TestServer {
       json = undefined;
     }
     return { status: result.status ?? -1, json, stderr: result.stderr };
+  }
+
+  /** A client that sends no Authorization header. */
+  anonymous(): ApiClient {
+    return new ApiClient(this.url, undefined);
   }
 
   /** A small client bound to this server and a key. */

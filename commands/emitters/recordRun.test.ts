@@ -1,0 +1,48 @@
+import { expect } from "chai";
+import { recordRun, type RecordRun } from "./recordRun.js";
+import { emptyRuntimeState, type EventEmitted } from "./emitter.js";
+
+const run = (overrides: Partial<RecordRun>): RecordRun => ({
+  emitterId: "dc_1", invocationId: "inv_1", strategy: undefined, emits: [], db: {}, dbChanged: false,
+  startedMs: 1000, nowMs: 2000, ...overrides,
+});
+
+describe("commands/emitters/recordRun", () => {
+  it("records emits with fresh ids, channels and the state after them, in one append", () => {
+    const d = recordRun(run({
+      strategy: "unique",
+      emits: [{ event: { a: 1 }, meta: { id: "x", summary: "first" } }, { event: 2, meta: { id: "y", name: "alerts" } }],
+    }), emptyRuntimeState);
+    expect(d.kind).to.equal("emits");
+    if (d.kind !== "emits") return;
+    expect(d.emitted.map((e: EventEmitted) => [e.data.id, e.data.channel, e.data.summary])).to.deep.equal([
+      ["2000-0", "", "first"], ["2000-1", "alerts", null],
+    ]);
+    const recorded = d.events[d.events.length - 1]!;
+    expect(recorded.type).to.equal("RunRecorded");
+    expect(recorded.data).to.deep.include({ lastEventId: "2000-1", recentInvocations: ["inv_1"], dedupe: { unique: ["x", "y"] } });
+  });
+
+  it("a redelivered invocation records nothing", () => {
+    const state = { ...emptyRuntimeState, recentInvocations: ["inv_1"] };
+    expect(recordRun(run({ emits: [{ event: 1, meta: {} }] }), state)).to.deep.equal({ kind: "duplicate" });
+  });
+
+  it("a run that only changed the db writes only the state", () => {
+    const d = recordRun(run({ db: { cursor: 5 }, dbChanged: true }), { ...emptyRuntimeState, lastEventId: "10-3" });
+    expect(d.kind).to.equal("db");
+    if (d.kind !== "db") return;
+    expect(d.events[0].data).to.deep.include({ db: { cursor: 5 }, lastEventId: "10-3" });
+  });
+
+  it("a run whose emits were all duplicates and that changed nothing writes nothing", () => {
+    const state = { ...emptyRuntimeState, dedupe: { unique: ["x"] } };
+    expect(recordRun(run({ strategy: "unique", emits: [{ event: 1, meta: { id: "x" } }] }), state).kind).to.equal("nothing");
+  });
+
+  it("ids continue after the last one even when the clock is behind", () => {
+    const d = recordRun(run({ emits: [{ event: 1, meta: {} }], nowMs: 5 }), { ...emptyRuntimeState, lastEventId: "100-7" });
+    if (d.kind !== "emits") throw new Error(d.kind);
+    expect(d.emitted[0]!.data.id).to.equal("100-8");
+  });
+});

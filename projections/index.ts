@@ -3,6 +3,13 @@ import { usersProjection } from "./users.js";
 import { orgsProjection } from "./orgs.js";
 import { apiKeysProjection } from "./apiKeys.js";
 import { usageProjection } from "./usage.js";
+import { componentsProjection } from "./components.js";
+import { sourcesProjection } from "./sources.js";
+import { emittedEventsProjection } from "./emittedEvents.js";
+import { sourceLogsProjection } from "./sourceLogs.js";
 
 /** Every read model a node keeps. */
-export const allProjections: readonly Projection[] = [usersProjection, orgsProjection, apiKeysProjection, usageProjection];
+export const allProjections: readonly Projection[] = [
+  usersProjection, orgsProjection, apiKeysProjection, usageProjection,
+  componentsProjection, sourcesProjection, emittedEventsProjection, sourceLogsProjection,
+];

@@ -1,7 +1,5 @@
 import type { Projection } from "../src/projector/projection.js";
-
-/** Emitted by the runner for every finished invocation; feeds quotas and GET /users/me counters. */
-export type InvocationFinishedData = { sourceId: string; userId: string; at: number; computeMs: number };
+import type { RunLogged } from "../commands/emitters/runLog.js";
 
 // Daily rows (UTC days) answer both the free daily quota and paid billing periods, which start at a UTC midnight.
 export const usageProjection: Projection = {
@@ -13,10 +11,11 @@ export const usageProjection: Projection = {
       user_id TEXT NOT NULL, day INTEGER NOT NULL, invocations INTEGER NOT NULL, compute_ms INTEGER NOT NULL,
       PRIMARY KEY (user_id, day))`,
   ],
-  handles: new Set(["InvocationFinished"]),
+  handles: new Set(["RunLogged"]),
   apply(db, recorded) {
-    const d = recorded.data as InvocationFinishedData;
-    const day = Math.floor(d.at / 86_400_000);
+    // Every execution of user code counts, hooks included: each one costs compute.
+    const d = recorded.data as RunLogged["data"];
+    const day = Math.floor(d.startedMs / 86_400_000);
     db.prepare(
       `INSERT INTO usage_daily (user_id, day, invocations, compute_ms) VALUES (?, ?, 1, ?)
        ON CONFLICT(user_id, day) DO UPDATE SET invocations = invocations + 1, compute_ms = compute_ms + excluded.compute_ms`,

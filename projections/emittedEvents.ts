@@ -1,0 +1,76 @@
+import type { Database } from "better-sqlite3";
+import type { Projection } from "../src/projector/projection.js";
+import type { EmitterEvent } from "../commands/emitters/emitter.js";
+import type { SourceDeleted } from "../commands/sources/source.js";
+import { parseEventId } from "../src/runner/eventIds.js";
+
+/** Events kept and listable per emitter (the seed's "last 100"). */
+export const KEPT_EVENTS = 100;
+
+// The window is the newest 100 EventEmitted of the emitter, deleted or not, which is exactly what
+// log retention keeps: a rebuild from the truncated log gives the same rows.
+export const emittedEventsProjection: Projection = {
+  name: "emitted_events",
+  version: 1,
+  tables: ["emitted_events"],
+  schema: [
+    `CREATE TABLE IF NOT EXISTS emitted_events (
+      emitter_id TEXT NOT NULL, id TEXT NOT NULL, ms INTEGER NOT NULL, n INTEGER NOT NULL, channel TEXT NOT NULL,
+      event TEXT NOT NULL, summary TEXT, emit_id TEXT, ts INTEGER, indexed_at_ms INTEGER NOT NULL,
+      invocation_id TEXT NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, seq INTEGER NOT NULL, stream_revision INTEGER NOT NULL,
+      PRIMARY KEY (emitter_id, id))`,
+    "CREATE INDEX IF NOT EXISTS emitted_events_by_emitter ON emitted_events (emitter_id, seq)",
+  ],
+  handles: new Set(["EventEmitted", "EventsDeleted", "SourceDeleted"]),
+  apply(db, recorded) {
+    if (recorded.type === "SourceDeleted") {
+      db.prepare("DELETE FROM emitted_events WHERE emitter_id = ?").run((recorded.data as SourceDeleted["data"]).id);
+      return;
+    }
+    const event = { type: recorded.type, data: recorded.data } as EmitterEvent;
+    switch (event.type) {
+      case "EventEmitted": {
+        const d = event.data;
+        const id = parseEventId(d.id)!;
+        db.prepare(
+          `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts, indexed_at_ms,
+            invocation_id, seq, stream_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        ).run(
+          d.emitterId, d.id, id.ms, id.seq, d.channel, JSON.stringify(d.event), d.summary, d.emitId, d.ts, d.indexedAtMs,
+          d.invocationId, recorded.position, recorded.revision,
+        );
+        trim(db, d.emitterId);
+        break;
+      }
+      case "EventsDeleted":
+        markDeleted(db, event.data.emitterId, event.data.startId, event.data.endId);
+        break;
+      case "RunRecorded":
+        break;
+    }
+  },
+};
+
+function trim(db: Database, emitterId: string): void {
+  db.prepare(
+    `DELETE FROM emitted_events WHERE emitter_id = ? AND seq < (
+       SELECT seq FROM emitted_events WHERE emitter_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
+  ).run(emitterId, emitterId, KEPT_EVENTS - 1);
+}
+
+/** The seed's DELETE rules: neither id = all; start only = it and later; end only = it and earlier; both = inclusive range. */
+function markDeleted(db: Database, emitterId: string, startId: string | null, endId: string | null): void {
+  const start = startId ? parseEventId(startId) : undefined;
+  const end = endId ? parseEventId(endId) : undefined;
+  const conditions = ["emitter_id = ?"];
+  const params: unknown[] = [emitterId];
+  if (start) {
+    conditions.push("(ms > ? OR (ms = ? AND n >= ?))");
+    params.push(start.ms, start.ms, start.seq);
+  }
+  if (end) {
+    conditions.push("(ms < ? OR (ms = ? AND n <= ?))");
+    params.push(end.ms, end.ms, end.seq);
+  }
+  db.prepare(`UPDATE emitted_events SET deleted = 1 WHERE ${conditions.join(" AND ")}`).run(...params);
+}

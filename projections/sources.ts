@@ -1,0 +1,47 @@
+import type { Projection } from "../src/projector/projection.js";
+import type { SourceEvent } from "../commands/sources/source.js";
+import { bumpCount, countTable } from "./counts.js";
+
+export const sourcesProjection: Projection = {
+  name: "sources",
+  version: 1,
+  tables: ["sources", "source_counts"],
+  schema: [
+    `CREATE TABLE IF NOT EXISTS sources (
+      id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, creator_id TEXT NOT NULL, component_id TEXT NOT NULL,
+      name TEXT NOT NULL, name_slug TEXT NOT NULL, endpoint_id TEXT NOT NULL UNIQUE, configured_props TEXT NOT NULL,
+      active INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, seq INTEGER NOT NULL)`,
+    "CREATE INDEX IF NOT EXISTS sources_by_owner ON sources (owner_id, seq)",
+    countTable("source_counts"),
+  ],
+  handles: new Set(["SourceDeployed", "SourceUpdated", "SourceDeleted"]),
+  apply(db, recorded) {
+    const event = { type: recorded.type, data: recorded.data } as SourceEvent;
+    switch (event.type) {
+      case "SourceDeployed": {
+        const d = event.data;
+        db.prepare(
+          `INSERT INTO sources (id, owner_id, creator_id, component_id, name, name_slug, endpoint_id, configured_props,
+            active, created_at, updated_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        ).run(
+          d.id, d.ownerId, d.creatorId, d.componentId, d.name, d.nameSlug, d.endpointId, JSON.stringify(d.configuredProps),
+          d.active ? 1 : 0, d.at, d.at, recorded.position,
+        );
+        bumpCount(db, "source_counts", d.ownerId, 1);
+        break;
+      }
+      case "SourceUpdated": {
+        const d = event.data;
+        db.prepare(
+          `UPDATE sources SET component_id = ?, name = ?, name_slug = ?, configured_props = ?, active = ?, updated_at = ?
+           WHERE id = ?`,
+        ).run(d.componentId, d.name, d.nameSlug, JSON.stringify(d.configuredProps), d.active ? 1 : 0, d.at, d.id);
+        break;
+      }
+      case "SourceDeleted":
+        db.prepare("DELETE FROM sources WHERE id = ?").run(event.data.id);
+        bumpCount(db, "source_counts", event.data.ownerId, -1);
+        break;
+    }
+  },
+};

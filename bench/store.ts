@@ -1,11 +1,14 @@
 // Event store throughput: `npm run bench:store` (BENCH_STORE=sqlite|postgres|all, default all;
 // BENCH_RUNS=n runs per measurement, default 5). Prints medians and the group-commit ratio.
 import Database from "better-sqlite3";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { EventStore, NewEvent } from "../src/store/eventStore.js";
+import { openPostgresEventStore } from "../src/store/postgres/postgresEventStore.js";
 import { openSqliteEventStore } from "../src/store/sqlite/sqliteEventStore.js";
+import pg from "pg";
 
 interface BenchTarget {
   readonly name: string;
@@ -35,6 +38,26 @@ const sqliteTarget: BenchTarget = {
     const { dir, remove } = temporaryDirectory();
     const store = openSqliteEventStore({ file: join(dir, "events.db") });
     return { store, dispose: async () => (await store.close(), remove()) };
+  },
+};
+
+const postgresUrl = process.env.BENCH_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+const postgresTarget: BenchTarget = {
+  name: "postgres",
+  async open() {
+    const schema = `hw_bench_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+    const store = await openPostgresEventStore({ connectionString: postgresUrl, schema });
+    return {
+      store,
+      async dispose() {
+        await store.close();
+        const client = new pg.Client({ connectionString: postgresUrl });
+        await client.connect();
+        await client.query(`DROP SCHEMA "${schema}" CASCADE`);
+        await client.end();
+      },
+    };
   },
 };
 
@@ -156,7 +179,7 @@ async function benchTarget(target: BenchTarget): Promise<Record<string, number>>
   return Object.fromEntries(Object.entries(samples).map(([key, values]) => [key, median(values)]));
 }
 
-const targets = [sqliteTarget];
+const targets = [sqliteTarget, postgresTarget];
 const chosen = process.env.BENCH_STORE ?? "all";
 const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? cpus()[0]?.model;
 console.log(`machine: ${cpus().length} cpus (${cpuModel}), node ${process.version}, ${new Date().toISOString()}`);

@@ -214,9 +214,9 @@ class SqliteEventStore implements EventStore {
 
   async truncateBefore(stream: string, beforeRevision: number): Promise<void> {
     this.assertOpen();
-    if (!Number.isSafeInteger(beforeRevision) || beforeRevision < 0) {
-      throw new RangeError(`invalid revision ${beforeRevision}`);
-    }
+    // A negative bound ("keep the last N" of a short stream) deletes nothing.
+    if (!Number.isSafeInteger(beforeRevision)) throw new RangeError(`invalid revision ${beforeRevision}`);
+    if (beforeRevision <= 0) return;
     this.statements.truncateBefore.run(stream, beforeRevision);
     this.releaseFreePages();
   }

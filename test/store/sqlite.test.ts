@@ -1,0 +1,153 @@
+import { expect } from "chai";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import type { EventStore, RecordedEvent } from "../../src/store/eventStore.js";
+import { openSqliteEventStore } from "../../src/store/sqlite/sqliteEventStore.js";
+import { describeEventStoreContract } from "./contract.js";
+
+const fixtures = join(dirname(fileURLToPath(import.meta.url)), "fixtures");
+
+function temporaryFile(): { file: string; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), "headwater-store-"));
+  return { file: join(dir, "events.db"), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+describeEventStoreContract("sqlite", async () => {
+  const { file, remove } = temporaryFile();
+  const store = openSqliteEventStore({ file });
+  return {
+    store,
+    openAnother: async () => openSqliteEventStore({ file }),
+    dispose: async () => {
+      await store.close();
+      remove();
+    },
+  };
+});
+
+/** Runs a compiled fixture with node and yields its stdout lines. */
+function runFixture(name: string, args: string[]) {
+  const child = spawn(process.execPath, [join(fixtures, `${name}.js`), ...args], { stdio: ["ignore", "pipe", "inherit"] });
+  const lines = createInterface({ input: child.stdout });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal })),
+  );
+  return { child, lines, exited };
+}
+
+describe("sqlite event store", function () {
+  let file: string;
+  let remove: () => void;
+  let store: EventStore | undefined;
+
+  beforeEach(function () {
+    ({ file, remove } = temporaryFile());
+  });
+
+  afterEach(async function () {
+    await store?.close();
+    store = undefined;
+    remove();
+  });
+
+  it("a live subscription sees appends made by another process on the same file", async function () {
+    store = openSqliteEventStore({ file });
+    await store.append("server-side", [{ type: "Started", data: {} }]);
+    const delivered: RecordedEvent[] = [];
+    let seen!: () => void;
+    const allSeen = new Promise<void>((resolve) => (seen = resolve));
+    const lags: number[] = [];
+    const subscription = store.subscribeToAll({
+      fromPosition: 1,
+      onEvents: (events) => {
+        for (const event of events) lags.push(Date.now() - (event.data as { at: number }).at);
+        delivered.push(...events);
+        if (delivered.length === 5) seen();
+      },
+    });
+    const { lines, exited } = runFixture("appendFromAnotherProcess", [file, "operator-cli", "5"]);
+    const positions: number[] = [];
+    for await (const line of lines) positions.push(Number(line));
+    expect((await exited).code).to.equal(0);
+    await allSeen;
+    await subscription.stop();
+    expect(delivered.map((e) => e.position)).to.deep.equal(positions);
+    expect(delivered.every((e) => e.stream === "operator-cli")).to.equal(true);
+    // Informational: the fallback path is a data_version check every 100 ms.
+    console.log(`      cross-process delivery lag, ms: ${lags.join(", ")}`);
+  });
+
+  it("storage stays bounded under a steady append + truncate load", async function () {
+    this.timeout(60000);
+    store = openSqliteEventStore({ file });
+    const streams = Array.from({ length: 20 }, (_, i) => `emitter-${i}`);
+    const keep = 100;
+    const sizes: number[] = [];
+    const rounds = 40;
+    for (let round = 0; round < rounds; round++) {
+      await Promise.all(
+        streams.map((stream) =>
+          store!.append(
+            stream,
+            Array.from({ length: 20 }, (_, i) => ({ type: "Emitted", data: { round, i, body: "b".repeat(300) } })),
+          ),
+        ),
+      );
+      for (const stream of streams) {
+        const revision = (await store.streamRevision(stream))!;
+        await store.truncateBefore(stream, revision + 1 - keep);
+      }
+      sizes.push(statSync(file).size);
+    }
+    const retained = (await store.readAll()).length;
+    expect(retained).to.equal(streams.length * keep);
+    const appended = rounds * streams.length * 20;
+    // 16000 events of ~400 bytes were appended (~6 MB); only 2000 are kept.
+    const settled = sizes[9]!;
+    const final = sizes[rounds - 1]!;
+    console.log(`      db file after round 10: ${settled} B, after round ${rounds}: ${final} B (${appended} events appended)`);
+    expect(final).to.be.at.most(settled * 1.25);
+    expect(statSync(`${file}-wal`).size).to.be.at.most(16 * 1024 * 1024 + 1024 * 1024);
+  });
+
+  it("an append killed mid-burst is wholly present or wholly absent, and every acknowledged append survives", async function () {
+    this.timeout(120000);
+    const acknowledged = new Map<string, string>();
+    for (let run = 0; run < 4; run++) {
+      const { child, lines, exited } = runFixture("appendUntilKilled", [file, String(run)]);
+      // Kill after a varying number of acks, so the kill lands at different points of a group commit.
+      const killAfter = 30 + run * 47;
+      let acks = 0;
+      for await (const line of lines) {
+        if (line === "ready") continue;
+        const [runText, append, stream] = line.split(" ");
+        acknowledged.set(`${runText}/${append}`, stream!);
+        if (++acks === killAfter) child.kill("SIGKILL");
+      }
+      expect((await exited).signal).to.equal("SIGKILL");
+    }
+
+    store = openSqliteEventStore({ file });
+    const all = await store.readAll();
+    const byAppend = new Map<string, RecordedEvent[]>();
+    for (const event of all) {
+      const { run, append } = event.data as { run: string; append: number };
+      const key = `${run}/${append}`;
+      byAppend.set(key, [...(byAppend.get(key) ?? []), event]);
+    }
+    for (const [key, events] of byAppend) {
+      expect(events.map((e) => (e.data as { i: number }).i), key).to.deep.equal([0, 1, 2, 3]);
+      const revisions = events.map((e) => e.revision);
+      expect(revisions, key).to.deep.equal([revisions[0]!, revisions[0]! + 1, revisions[0]! + 2, revisions[0]! + 3]);
+    }
+    for (const [key, stream] of acknowledged) {
+      expect(byAppend.has(key), `acknowledged append ${key} is missing`).to.equal(true);
+      expect(byAppend.get(key)![0]!.stream).to.equal(stream);
+    }
+    console.log(`      ${acknowledged.size} acknowledged appends, ${byAppend.size} present after 4 SIGKILLs`);
+  });
+});

@@ -1,7 +1,5 @@
 import type { DomainEvent, Evolver } from "../decider.js";
-
-/** A prop as the seed's Component table lists it (configurable_props items). */
-export type ConfigurableProp = Record<string, unknown> & { name: string; type: string };
+import type { ConfigurableProp } from "../../src/runtime/types.js";
 
 export type ComponentSaved = DomainEvent<
   "ComponentSaved",

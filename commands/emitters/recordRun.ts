@@ -7,6 +7,8 @@ export interface RecordRun {
   readonly invocationId: string;
   readonly strategy: DedupeStrategy | undefined;
   readonly emits: readonly Emit[];
+  /** Appended after the deduplicated emits and never deduplicated themselves: a run's error on $errors. */
+  readonly unconditional?: readonly Emit[];
   /** The db after the run, and whether the run changed it. */
   readonly db: Record<string, unknown>;
   readonly dbChanged: boolean;
@@ -30,7 +32,9 @@ const channelOf = (name: unknown) => (typeof name === "string" ? name : "");
 export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDecision {
   if (state.recentInvocations.includes(command.invocationId)) return { kind: "duplicate" };
   const ordered = orderByTs(command.emits, command.startedMs);
-  const { kept, state: dedupe, warnings } = applyDedupe(command.strategy, state.dedupe, ordered);
+  const deduped = applyDedupe(command.strategy, state.dedupe, ordered);
+  const { state: dedupe, warnings } = deduped;
+  const kept = [...deduped.kept, ...(command.unconditional ?? [])];
   if (kept.length === 0 && !command.dbChanged) return { kind: "nothing", warnings };
 
   const ids = nextEventIds(state.lastEventId ? parseEventId(state.lastEventId) : undefined, command.nowMs, kept.length);

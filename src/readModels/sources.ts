@@ -1,0 +1,147 @@
+import type { Database } from "better-sqlite3";
+import { countOf, keysetPage, type Page, type PageRequest } from "./page.js";
+
+export interface SourceRow {
+  id: string;
+  owner_id: string;
+  creator_id: string;
+  component_id: string;
+  name: string;
+  name_slug: string;
+  endpoint_id: string;
+  configured_props: string;
+  active: number;
+  created_at: number;
+  updated_at: number;
+  seq: number;
+}
+
+export interface ComponentRow {
+  id: string;
+  owner_id: string;
+  key: string | null;
+  name: string;
+  version: string;
+  type: string;
+  description: string | null;
+  code: string;
+  code_hash: string;
+  url: string | null;
+  configurable_props: string;
+  meta: string;
+  created_at: number;
+  seq: number;
+}
+
+export interface EmittedEventRow {
+  emitter_id: string;
+  id: string;
+  channel: string;
+  event: string;
+  summary: string | null;
+  emit_id: string | null;
+  ts: number | null;
+  indexed_at_ms: number;
+  invocation_id: string;
+  seq: number;
+}
+
+export interface RunLogRow {
+  source_id: string;
+  invocation_id: string;
+  trigger: string;
+  started_ms: number;
+  ended_ms: number;
+  compute_ms: number;
+  ok: number;
+  error: string | null;
+  lines: string;
+  seq: number;
+}
+
+/** Queries over the components, sources, emitted_events and source_logs read models. */
+export class SourcesReadModel {
+  constructor(private readonly db: Database) {}
+
+  source(id: string): SourceRow | undefined {
+    return this.db.prepare<[string], SourceRow>("SELECT * FROM sources WHERE id = ?").get(id);
+  }
+
+  sourceByEndpoint(endpointId: string): SourceRow | undefined {
+    return this.db.prepare<[string], SourceRow>("SELECT * FROM sources WHERE endpoint_id = ?").get(endpointId);
+  }
+
+  sourcesOf(ownerId: string, page: PageRequest): Page<SourceRow> {
+    return keysetPage<SourceRow>(this.db, {
+      from: "sources", where: "owner_id = ?", params: [ownerId], order: "asc", total: countOf(this.db, "source_counts", ownerId),
+    }, page);
+  }
+
+  /** Every active source with a timer prop value, for the scheduler. */
+  activeSources(): SourceRow[] {
+    return this.db.prepare<[], SourceRow>("SELECT * FROM sources WHERE active = 1").all();
+  }
+
+  slugTaken(ownerId: string, slug: string): boolean {
+    return this.db.prepare("SELECT 1 FROM sources WHERE owner_id = ? AND name_slug = ?").get(ownerId, slug) !== undefined;
+  }
+
+  component(id: string): ComponentRow | undefined {
+    return this.db.prepare<[string], ComponentRow>("SELECT * FROM components WHERE id = ?").get(id);
+  }
+
+  componentByKey(ownerId: string, key: string): ComponentRow | undefined {
+    return this.db
+      .prepare<[string, string], ComponentRow>(
+        "SELECT c.* FROM component_keys k JOIN components c ON c.id = k.component_id WHERE k.owner_id = ? AND k.key = ?",
+      )
+      .get(ownerId, key);
+  }
+
+  componentByHash(ownerId: string, codeHash: string, url: string | null): ComponentRow | undefined {
+    return this.db
+      .prepare<[string, string, string | null], ComponentRow>(
+        "SELECT * FROM components WHERE owner_id = ? AND code_hash = ? AND url IS ? ORDER BY seq DESC LIMIT 1",
+      )
+      .get(ownerId, codeHash, url);
+  }
+
+  /** The newest 100 events of an emitter that are not deleted, newest first, optionally one channel. */
+  events(emitterId: string, page: PageRequest, channel?: string): Page<EmittedEventRow> {
+    const where = channel === undefined ? "emitter_id = ? AND deleted = 0" : "emitter_id = ? AND deleted = 0 AND channel = ?";
+    const params = channel === undefined ? [emitterId] : [emitterId, channel];
+    const total = this.db
+      .prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM emitted_events WHERE ${where}`)
+      .get(...params)!.n;
+    return keysetPage<EmittedEventRow>(this.db, { from: "emitted_events", where, params, order: "desc", total }, page);
+  }
+
+  /** Events after a given event id, oldest first: SSE resume (Last-Event-ID). */
+  eventsAfter(emitterId: string, afterSeq: number): EmittedEventRow[] {
+    return this.db
+      .prepare<[string, number], EmittedEventRow>(
+        "SELECT * FROM emitted_events WHERE emitter_id = ? AND deleted = 0 AND seq > ? ORDER BY seq ASC",
+      )
+      .all(emitterId, afterSeq);
+  }
+
+  eventSeq(emitterId: string, eventId: string): number | undefined {
+    return this.db
+      .prepare<[string, string], { seq: number }>("SELECT seq FROM emitted_events WHERE emitter_id = ? AND id = ?")
+      .get(emitterId, eventId)?.seq;
+  }
+
+  /** The oldest kept event's stream revision: log retention may truncate before it. */
+  oldestKeptRevision(emitterId: string): { revision: number; count: number } | undefined {
+    return this.db
+      .prepare<[string], { revision: number; count: number }>(
+        "SELECT MIN(stream_revision) AS revision, COUNT(*) AS count FROM emitted_events WHERE emitter_id = ? HAVING COUNT(*) > 0",
+      )
+      .get(emitterId);
+  }
+
+  logs(sourceId: string, page: PageRequest): Page<RunLogRow> {
+    const total = this.db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM source_logs WHERE source_id = ?").get(sourceId)!.n;
+    return keysetPage<RunLogRow>(this.db, { from: "source_logs", where: "source_id = ?", params: [sourceId], order: "desc", total }, page);
+  }
+}

@@ -32,7 +32,7 @@ import {
   type SubscribeToAllOptions,
 } from "../eventStore.js";
 import { assertExpectedRevision, validateExpectedRevision } from "../expectedRevision.js";
-import { EventStoreClosedError } from "../groupCommit.js";
+import { EventStoreClosedError } from "../eventStoreClosedError.js";
 import { findReplay, type StoredEventId } from "../idempotency.js";
 import { proposeEvents, type ProposedEvent } from "../proposedEvent.js";
 

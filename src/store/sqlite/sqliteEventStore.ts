@@ -15,7 +15,8 @@ import type {
   SubscribeToAllOptions,
 } from "../eventStore.js";
 import { assertExpectedRevision, validateExpectedRevision } from "../expectedRevision.js";
-import { EventStoreClosedError, GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
+import { EventStoreClosedError } from "../eventStoreClosedError.js";
+import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
 import { findReplay, type StoredEventId } from "../idempotency.js";
 import { jsonText, proposeEvents } from "../proposedEvent.js";
 import { prepareDatabase } from "./schema.js";
@@ -107,6 +108,9 @@ class SqliteEventStore implements EventStore {
   private commitGroup(group: readonly PendingAppend[]): AppendOutcome[] {
     const created = Date.now();
     return group.map((append) => {
+      // An I/O error can make SQLite roll the whole transaction back; later appends must not
+      // then run in autocommit mode and be committed behind the group's back.
+      if (!this.db.inTransaction) throw new Error("the group's transaction was rolled back by SQLite");
       try {
         return { result: this.appendInSavepoint(append, created) };
       } catch (error) {

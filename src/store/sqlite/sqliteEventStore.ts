@@ -65,13 +65,20 @@ function limitOf(maxCount: number | undefined): number {
 
 export function openSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
   mkdirSync(dirname(options.file), { recursive: true });
-  return new SqliteEventStore(new Database(options.file), options.foreignCommitPollMs ?? 100);
+  const db = new Database(options.file);
+  try {
+    return new SqliteEventStore(db, options.foreignCommitPollMs ?? 100);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
 }
 
 class SqliteEventStore implements EventStore {
   private readonly statements: ReturnType<typeof prepareStatements>;
   private readonly signal = new CommitSignal();
   private readonly groupCommit: GroupCommit;
+  private readonly appendInSavepoint: (append: PendingAppend, created: number) => AppendResult;
   private readonly subscriptions = new Set<AllSubscription>();
   private foreignCommitPoll: NodeJS.Timeout | undefined;
   private dataVersion = 0;
@@ -118,8 +125,6 @@ class SqliteEventStore implements EventStore {
       }
     });
   }
-
-  private readonly appendInSavepoint: (append: PendingAppend, created: number) => AppendResult;
 
   private appendChecked(append: PendingAppend, created: number): AppendResult {
     const { stream, events, expectedRevision } = append;

@@ -2,8 +2,8 @@ import type { EventStore } from "../../src/store/eventStore.js";
 import { openEsdbEventStore } from "../../src/store/esdb/esdbEventStore.js";
 import { describeEventStoreContract } from "./contract.js";
 
-// No EventStoreDB/KurrentDB server can run on the build machines; `docker compose up kurrentdb`
-// brings one up, then: EVENTSTORE_URL='kurrentdb://127.0.0.1:2113?tls=false' npm test
+// No EventStoreDB/KurrentDB server can run on the build machines. Against a server (e.g. one from
+// docker-compose.yml): EVENTSTORE_URL='kurrentdb://127.0.0.1:2113?tls=false' npm test
 const url = process.env.EVENTSTORE_URL;
 
 if (url === undefined || url === "") {

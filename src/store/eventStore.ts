@@ -48,13 +48,17 @@ export interface ReadStreamOptions {
 }
 
 export interface ReadAllOptions {
-  /** Exclusive: events with position > fromPosition. Defaults to 0 (the start). */
+  /**
+   * Exclusive: events with position > fromPosition. Defaults to 0 (the start).
+   * Must be 0 or a position this store reported (an event's, an append's, headPosition):
+   * EventStoreDB positions are log offsets, and other numbers are not valid read points.
+   */
   readonly fromPosition?: number;
   readonly maxCount?: number;
 }
 
 export interface SubscribeToAllOptions {
-  /** Exclusive checkpoint: delivers events with position > fromPosition, then tails live. */
+  /** Exclusive checkpoint (0 or a position the store reported): delivers events with position > fromPosition, then tails live. */
   readonly fromPosition: number;
   /**
    * Called with consecutive batches in position order; the next batch waits for the

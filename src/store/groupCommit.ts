@@ -1,4 +1,5 @@
 import type { AppendResult, ExpectedRevision } from "./eventStore.js";
+import { EventStoreClosedError } from "./eventStoreClosedError.js";
 import type { ProposedEvent } from "./proposedEvent.js";
 
 /** One append waiting for the next group commit. */
@@ -18,13 +19,6 @@ interface Waiting {
   readonly append: PendingAppend;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
-}
-
-export class EventStoreClosedError extends Error {
-  override readonly name = "EventStoreClosedError";
-  constructor() {
-    super("the event store is closed");
-  }
 }
 
 /**

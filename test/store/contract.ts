@@ -24,6 +24,11 @@ export type ContractFactory = () => Promise<ContractSubject>;
 export interface ContractOptions {
   /** Per-test timeout; remote stores need more. */
   readonly timeoutMs?: number;
+  /**
+   * Set to a reason when the store cannot see event ids outside the appended stream (EventStoreDB
+   * has no id index): the cross-stream idempotency test is then reported pending with it.
+   */
+  readonly noCrossStreamIdCheck?: string;
 }
 
 const event = (type: string, data: unknown = {}, metadata?: Record<string, unknown>): NewEvent =>
@@ -209,7 +214,9 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         expect(await store.readStream(stream)).to.have.length(3);
       });
 
-      it("an id that exists in another stream is an IdempotencyConflictError", async function () {
+      const crossStream = "an id that exists in another stream is an IdempotencyConflictError";
+      if (options.noCrossStreamIdCheck !== undefined) it(`${crossStream} — NOT RUN: ${options.noCrossStreamIdCheck}`);
+      else it(crossStream, async function () {
         const taken = withId("Emitted");
         await store.append(streamName("first"), [taken]);
         const error = await rejectionOf(store.append(streamName("second"), [taken]));
@@ -304,10 +311,13 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
       });
 
       it("headPosition is the position of the last committed event", async function () {
-        const { position } = await store.append(streamName("s"), [event("A"), event("B")]);
+        const first = await store.append(streamName("s"), [event("A")]);
+        const { position } = await store.append(streamName("s"), [event("B"), event("C")]);
         expect(await store.headPosition()).to.equal(position);
-        const [last] = await store.readAll({ fromPosition: position - 1 });
-        expect(last).to.deep.include({ position, type: "B" });
+        const after = await store.readAll({ fromPosition: first.position });
+        expect(after.map((e) => e.type)).to.deep.equal(["B", "C"]);
+        expect(after[1]!.position).to.equal(position);
+        expect(await store.readAll({ fromPosition: position })).to.deep.equal([]);
       });
     });
 
@@ -515,6 +525,7 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
           "key with spaces": "v",
         };
         const metadata = { correlationId: randomUUID(), tags: ["a", "b"], nested: { n: 1 } };
+        const start = await store.headPosition();
         await store.append(streamName("json"), [
           { type: "Object", data, metadata },
           { type: "Array", data: [1, "two", { three: 3 }] },
@@ -531,7 +542,7 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         expect(read[3]!.data).to.equal(12.5);
         expect(read[4]!.data).to.equal(null);
         expect(read[4]!.metadata).to.deep.equal({});
-        const fromAll = mine(await store.readAll({ fromPosition: read[0]!.position - 1, maxCount: 1 }));
+        const fromAll = mine(await store.readAll({ fromPosition: start, maxCount: 1 }));
         expect(fromAll[0]!.data).to.deep.equal(data);
       });
     });

@@ -12,7 +12,8 @@ import type {
   SubscribeToAllOptions,
 } from "../eventStore.js";
 import { validateExpectedRevision } from "../expectedRevision.js";
-import { EventStoreClosedError, GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
+import { EventStoreClosedError } from "../eventStoreClosedError.js";
+import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
 import type { StoredEventId } from "../idempotency.js";
 import { proposeEvents } from "../proposedEvent.js";
 import { planCommit } from "./commitPlan.js";

@@ -15,7 +15,8 @@ import type {
   SubscribeToAllOptions,
 } from "../eventStore.js";
 import { assertExpectedRevision, validateExpectedRevision } from "../expectedRevision.js";
-import { EventStoreClosedError, GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
+import { EventStoreClosedError } from "../eventStoreClosedError.js";
+import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
 import { findReplay, type StoredEventId } from "../idempotency.js";
 import { jsonText, proposeEvents } from "../proposedEvent.js";
 import { prepareDatabase } from "./schema.js";
@@ -64,13 +65,20 @@ function limitOf(maxCount: number | undefined): number {
 
 export function openSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
   mkdirSync(dirname(options.file), { recursive: true });
-  return new SqliteEventStore(new Database(options.file), options.foreignCommitPollMs ?? 100);
+  const db = new Database(options.file);
+  try {
+    return new SqliteEventStore(db, options.foreignCommitPollMs ?? 100);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
 }
 
 class SqliteEventStore implements EventStore {
   private readonly statements: ReturnType<typeof prepareStatements>;
   private readonly signal = new CommitSignal();
   private readonly groupCommit: GroupCommit;
+  private readonly appendInSavepoint: (append: PendingAppend, created: number) => AppendResult;
   private readonly subscriptions = new Set<AllSubscription>();
   private foreignCommitPoll: NodeJS.Timeout | undefined;
   private dataVersion = 0;
@@ -107,6 +115,9 @@ class SqliteEventStore implements EventStore {
   private commitGroup(group: readonly PendingAppend[]): AppendOutcome[] {
     const created = Date.now();
     return group.map((append) => {
+      // An I/O error can make SQLite roll the whole transaction back; later appends must not
+      // then run in autocommit mode and be committed behind the group's back.
+      if (!this.db.inTransaction) throw new Error("the group's transaction was rolled back by SQLite");
       try {
         return { result: this.appendInSavepoint(append, created) };
       } catch (error) {
@@ -114,8 +125,6 @@ class SqliteEventStore implements EventStore {
       }
     });
   }
-
-  private readonly appendInSavepoint: (append: PendingAppend, created: number) => AppendResult;
 
   private appendChecked(append: PendingAppend, created: number): AppendResult {
     const { stream, events, expectedRevision } = append;

@@ -5,6 +5,10 @@ import type { AccountsReadModel } from "../readModels/accounts.js";
 import type { UsageReadModel } from "../readModels/usage.js";
 import type { Clock } from "../ids.js";
 import type { Config } from "../config.js";
+import type { SourcesReadModel } from "../readModels/sources.js";
+import type { ComponentCatalog } from "../components/catalog.js";
+import type { ComponentCache } from "../runner/components.js";
+import type { SourceLifecycle } from "../sources/lifecycle.js";
 
 /** What route handlers may use; built once per node in src/node.ts. */
 export interface Services {
@@ -15,6 +19,13 @@ export interface Services {
   readonly accounts: AccountsReadModel;
   readonly usage: UsageReadModel;
   readonly clock: Clock;
+  readonly sources: SourcesReadModel;
+  readonly components: ComponentCache;
+  readonly catalog: ComponentCatalog;
+  readonly lifecycle: SourceLifecycle;
+  /** Base URL of this node's public address, without /v1. */
+  publicUrl(): string;
+  endpointUrl(endpointId: string): string;
   /** Awaits the node's projections up to a write's position, so the answer reflects the write. */
   written<T extends { position: number | undefined }>(write: Promise<T>): Promise<T>;
 }

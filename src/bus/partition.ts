@@ -34,3 +34,8 @@ export function partitionForKey(key: string, partitions: number): number {
   if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`partitions must be a positive integer, got ${partitions}`);
   return (murmur2(Buffer.from(key, "utf8")) & 0x7fffffff) % partitions;
 }
+
+/** Map key of one topic partition. */
+export function partitionKey(topic: string, partition: number): string {
+  return `${partition}:${topic}`;
+}

@@ -7,7 +7,7 @@ const broker = await startKafka();
 process.stdout.write(
   `Kafka ${broker.version} ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n` +
     `KAFKA_BROKERS=${broker.brokers.join(",")}\n` +
-    `broker log: ${broker.logFile}\n` +
+    `broker pid: ${broker.pid}, log: ${broker.logFile}\n` +
     "Ctrl-C to stop.\n",
 );
 let stopping = false;

@@ -21,6 +21,10 @@ export interface KafkaBroker {
   /** host:port of the PLAINTEXT listener. */
   readonly brokers: string[];
   readonly version: string;
+  /** The broker JVM's process id. */
+  readonly pid: number;
+  /** Its temporary config and log directory, removed by stop(). */
+  readonly dir: string;
   /** The broker's own stdout/stderr (WARN and above), for diagnosing a failing test. */
   readonly logFile: string;
   stop(): Promise<void>;
@@ -174,7 +178,7 @@ async function launch(version: string, libs: string, readyTimeoutMs: number): Pr
     if (/Address already in use|BindException/.test(log)) throw new PortTakenError(`port taken: ${log.slice(-2000)}`);
     throw error;
   }
-  return { brokers: [address], version, logFile, stop };
+  return { brokers: [address], version, pid: javaPid, dir, logFile, stop };
 }
 
 function brokerConfig(port: number, controllerPort: number, dataDir: string): string {
@@ -303,7 +307,7 @@ function brokerPom(version: string): string {
 }
 
 /** Kills brokers whose test process died without cleaning up (e.g. its stop hook never ran). */
-function reapOrphans(): void {
+export function reapOrphans(): void {
   if (!existsSync(pidDir)) return;
   for (const name of readdirSync(pidDir)) {
     const file = path.join(pidDir, name);

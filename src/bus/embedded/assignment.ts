@@ -1,14 +1,10 @@
 // Which member of a consumer group handles which topic partition: round-robin over the members
 // subscribed to each topic, in join order, continuing across topics so load spreads evenly.
+import { partitionKey } from "../partition.js";
 
 export interface GroupMemberView {
   readonly id: number;
   readonly topics: ReadonlySet<string>;
-}
-
-/** Key of a topic partition in assignment maps. */
-export function partitionKey(topic: string, partition: number): string {
-  return `${partition}:${topic}`;
 }
 
 export function assignPartitions(

@@ -2,7 +2,8 @@
 // (group, topic partition). A single worker per partition is what keeps per-key order and makes
 // sure no two members of a group handle the same record at once; publish wakes the workers of
 // the partitions it wrote to, so nothing polls.
-import { assignPartitions, partitionKey } from "./assignment.js";
+import { assignPartitions } from "./assignment.js";
+import { partitionKey } from "../partition.js";
 import { MessageLog } from "./messageLog.js";
 import { Interrupter, Slots, interrupted } from "../interrupter.js";
 import { retryDelay } from "../retry.js";

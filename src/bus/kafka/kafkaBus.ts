@@ -2,7 +2,7 @@
 // auto-commit off and one explicit commit per record after its handler resolved.
 import kafkajs from "kafkajs";
 import { kafkaLogCreator } from "./kafkaLog.js";
-import { partitionForKey } from "../partition.js";
+import { partitionForKey, partitionKey } from "../partition.js";
 import { Interrupter, interrupted } from "../interrupter.js";
 import { retryDelay } from "../retry.js";
 import {
@@ -113,7 +113,8 @@ class KafkaBus implements Bus {
   async consume(options: ConsumeOptions): Promise<BusConsumer> {
     this.assertOpen();
     await this.assertTopics(options.topics);
-    const consumer = new KafkaConsumer(this.kafka, this.options, options, this.log);
+    const startAt = options.fromBeginning === false ? await this.endsOfUncommitted(options.groupId, options.topics) : new Map<string, string>();
+    const consumer = new KafkaConsumer(this.kafka, this.options, options, startAt, this.log);
     this.consumers.add(consumer);
     try {
       await consumer.start();
@@ -140,6 +141,24 @@ class KafkaBus implements Bus {
       this.producer.client.disconnect(),
       this.admin.client.disconnect(),
     ]);
+  }
+
+  /**
+   * kafkajs fixes "latest" only at its first fetch, after the join, so a message published just
+   * after consume() resolved could be skipped. The end offsets of the partitions the group never
+   * committed on are taken now, before the join, and the consumer seeks there once it joined.
+   */
+  private async endsOfUncommitted(groupId: string, topics: readonly string[]): Promise<Map<string, string>> {
+    const admin = await this.admin.connected();
+    const starts = new Map<string, string>();
+    for (const { topic, partitions } of await admin.fetchOffsets({ groupId, topics: [...topics] })) {
+      const uncommitted = new Set(partitions.filter(({ offset }) => offset === "-1").map(({ partition }) => partition));
+      if (uncommitted.size === 0) continue;
+      for (const { partition, high } of await admin.fetchTopicOffsets(topic)) {
+        if (uncommitted.has(partition)) starts.set(partitionKey(topic, partition), high);
+      }
+    }
+    return starts;
   }
 
   private async assertTopics(topics: readonly string[]): Promise<void> {
@@ -184,6 +203,8 @@ class KafkaConsumer {
     kafka: kafkajs.Kafka,
     private readonly bus: KafkaBusOptions,
     private readonly options: ConsumeOptions,
+    /** Offsets to start from on the first join, by partitionKey (see endsOfUncommitted). */
+    private readonly startAt: ReadonlyMap<string, string>,
     private readonly log: BusLog,
   ) {
     this.heartbeatIntervalMs = bus.heartbeatIntervalMs ?? 1000;
@@ -202,7 +223,14 @@ class KafkaConsumer {
         () => reject(new ConsumerJoinError(`group ${this.options.groupId}: no join within ${this.bus.joinTimeoutMs ?? 60_000} ms`)),
         this.bus.joinTimeoutMs ?? 60_000,
       );
-      const offJoin = this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
+      const offJoin = this.consumer.on(this.consumer.events.GROUP_JOIN, ({ payload }) => {
+        // Synchronous, so the seek is in place before the first fetch.
+        for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
+          for (const partition of partitions) {
+            const offset = this.startAt.get(partitionKey(topic, partition));
+            if (offset !== undefined) this.consumer.seek({ topic, partition, offset });
+          }
+        }
         clearTimeout(timer);
         offJoin();
         offCrash();

@@ -1,0 +1,1 @@
+export { openEmbeddedBus, type EmbeddedBusOptions } from "./embeddedBus.js";

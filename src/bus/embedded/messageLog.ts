@@ -1,0 +1,202 @@
+// The embedded bus's durable state in one SQLite file: topics, an append-only message log per
+// topic partition, and committed offsets per consumer group. Synchronous (better-sqlite3): the
+// in-process broker serialises access, and every write is one transaction.
+import Database from "better-sqlite3";
+import { partitionForKey } from "../partition.js";
+import { toBuffer, UnknownTopicError, type BusRecord, type OutgoingMessage, type TopicSpec } from "../bus.js";
+
+interface MessageRow {
+  topic: string;
+  partition: number;
+  offset: number;
+  key: string;
+  value: Buffer;
+  headers: string;
+  timestamp: number;
+}
+
+export interface Appended {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+}
+
+/** Committed offsets of a group nobody used for this long are forgotten, so they stop pinning retention. */
+const abandonedGroupMs = 7 * 24 * 3600 * 1000;
+
+export class MessageLog {
+  private readonly db: Database.Database;
+  private readonly partitionCounts = new Map<string, number>();
+  private readonly statements;
+
+  constructor(
+    file: string,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.db = new Database(file);
+    this.db.pragma("journal_mode = WAL");
+    // FULL: publish resolves only after the WAL is fsync'd, so an acknowledged message survives power loss.
+    this.db.pragma("synchronous = FULL");
+    this.db.pragma("busy_timeout = 5000");
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS bus_topics (
+        name TEXT PRIMARY KEY,
+        partitions INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS bus_partitions (
+        topic TEXT NOT NULL,
+        partition INTEGER NOT NULL,
+        next_offset INTEGER NOT NULL,
+        PRIMARY KEY (topic, partition)
+      ) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS bus_messages (
+        topic TEXT NOT NULL,
+        partition INTEGER NOT NULL,
+        offset INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        value BLOB NOT NULL,
+        headers TEXT NOT NULL,
+        timestamp INTEGER NOT NULL
+      );
+      CREATE UNIQUE INDEX IF NOT EXISTS bus_messages_position ON bus_messages (topic, partition, offset);
+      CREATE TABLE IF NOT EXISTS bus_offsets (
+        group_id TEXT NOT NULL,
+        topic TEXT NOT NULL,
+        partition INTEGER NOT NULL,
+        next_offset INTEGER NOT NULL,
+        updated INTEGER NOT NULL,
+        PRIMARY KEY (group_id, topic, partition)
+      ) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS bus_offsets_partition ON bus_offsets (topic, partition, next_offset);
+    `);
+    this.statements = {
+      topics: this.db.prepare<[], { name: string; partitions: number }>("SELECT name, partitions FROM bus_topics"),
+      insertTopic: this.db.prepare<[string, number]>("INSERT OR IGNORE INTO bus_topics (name, partitions) VALUES (?, ?)"),
+      insertPartition: this.db.prepare<[string, number]>(
+        "INSERT OR IGNORE INTO bus_partitions (topic, partition, next_offset) VALUES (?, ?, 0)",
+      ),
+      nextOffset: this.db.prepare<[string, number], { next_offset: number }>(
+        "SELECT next_offset FROM bus_partitions WHERE topic = ? AND partition = ?",
+      ),
+      setNextOffset: this.db.prepare<[number, string, number]>(
+        "UPDATE bus_partitions SET next_offset = ? WHERE topic = ? AND partition = ?",
+      ),
+      insertMessage: this.db.prepare<[string, number, number, string, Buffer, string, number]>(
+        "INSERT INTO bus_messages (topic, partition, offset, key, value, headers, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      ),
+      read: this.db.prepare<[string, number, number, number], MessageRow>(
+        "SELECT topic, partition, offset, key, value, headers, timestamp FROM bus_messages " +
+          "WHERE topic = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?",
+      ),
+      oldest: this.db.prepare<[string, number], { offset: number }>(
+        "SELECT offset FROM bus_messages WHERE topic = ? AND partition = ? ORDER BY offset LIMIT 1",
+      ),
+      committed: this.db.prepare<[string, string, number], { next_offset: number }>(
+        "SELECT next_offset FROM bus_offsets WHERE group_id = ? AND topic = ? AND partition = ?",
+      ),
+      upsertCommitted: this.db.prepare<[string, string, number, number, number]>(
+        "INSERT INTO bus_offsets (group_id, topic, partition, next_offset, updated) VALUES (?, ?, ?, ?, ?) " +
+          "ON CONFLICT (group_id, topic, partition) DO UPDATE SET next_offset = excluded.next_offset, updated = excluded.updated",
+      ),
+      // Retention: a message every known group has committed past is never read again.
+      trim: this.db.prepare<[string, number, string, number]>(
+        "DELETE FROM bus_messages WHERE topic = ? AND partition = ? AND offset < " +
+          "(SELECT MIN(next_offset) FROM bus_offsets WHERE topic = ? AND partition = ?)",
+      ),
+      forgetGroups: this.db.prepare<[number]>(
+        "DELETE FROM bus_offsets WHERE group_id IN " +
+          "(SELECT group_id FROM bus_offsets GROUP BY group_id HAVING MAX(updated) < ?)",
+      ),
+    };
+    for (const { name, partitions } of this.statements.topics.all()) this.partitionCounts.set(name, partitions);
+    this.statements.forgetGroups.run(now() - abandonedGroupMs);
+  }
+
+  ensureTopics(topics: readonly TopicSpec[]): void {
+    for (const { name, partitions } of topics) {
+      if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`topic ${name}: partitions must be a positive integer`);
+    }
+    this.db.transaction(() => {
+      for (const { name, partitions } of topics) {
+        this.statements.insertTopic.run(name, partitions);
+        for (let p = 0; p < partitions; p++) this.statements.insertPartition.run(name, p);
+      }
+    })();
+    for (const { name, partitions } of this.statements.topics.all()) this.partitionCounts.set(name, partitions);
+  }
+
+  partitions(topic: string): number {
+    const count = this.partitionCounts.get(topic);
+    if (count === undefined) throw new UnknownTopicError(topic);
+    return count;
+  }
+
+  append(topic: string, messages: readonly OutgoingMessage[]): Appended[] {
+    const partitions = this.partitions(topic);
+    const timestamp = this.now();
+    return this.db.transaction(() => {
+      const next = new Map<number, number>();
+      const appended: Appended[] = [];
+      for (const message of messages) {
+        const partition = partitionForKey(message.key, partitions);
+        const offset = next.get(partition) ?? this.statements.nextOffset.get(topic, partition)!.next_offset;
+        this.statements.insertMessage.run(
+          topic,
+          partition,
+          offset,
+          message.key,
+          toBuffer(message.value),
+          JSON.stringify(message.headers ?? {}),
+          timestamp,
+        );
+        next.set(partition, offset + 1);
+        appended.push({ topic, partition, offset });
+      }
+      for (const [partition, offset] of next) this.statements.setNextOffset.run(offset, topic, partition);
+      return appended;
+    })();
+  }
+
+  read(topic: string, partition: number, fromOffset: number, limit: number): BusRecord[] {
+    return this.statements.read.all(topic, partition, fromOffset, limit).map((row) => ({
+      topic: row.topic,
+      partition: row.partition,
+      offset: String(row.offset),
+      key: row.key,
+      value: row.value,
+      headers: JSON.parse(row.headers) as Record<string, string>,
+      timestamp: row.timestamp,
+    }));
+  }
+
+  /**
+   * The group's next offset on a partition. A group new to the partition starts at the oldest
+   * retained message or at the end, and that start is stored so retention keeps what it will read.
+   */
+  startOffset(groupId: string, topic: string, partition: number, fromBeginning: boolean): number {
+    return this.db.transaction(() => {
+      const committed = this.statements.committed.get(groupId, topic, partition);
+      if (committed) return committed.next_offset;
+      const end = this.statements.nextOffset.get(topic, partition)!.next_offset;
+      const start = fromBeginning ? (this.statements.oldest.get(topic, partition)?.offset ?? end) : end;
+      this.statements.upsertCommitted.run(groupId, topic, partition, start, this.now());
+      return start;
+    })();
+  }
+
+  commit(groupId: string, topic: string, partition: number, nextOffset: number): void {
+    this.db.transaction(() => {
+      this.statements.upsertCommitted.run(groupId, topic, partition, nextOffset, this.now());
+      this.statements.trim.run(topic, partition, topic, partition);
+    })();
+  }
+
+  /** Messages still stored for a partition (what retention has not deleted yet). */
+  retained(topic: string, partition: number): number {
+    return (this.db.prepare("SELECT COUNT(*) AS n FROM bus_messages WHERE topic = ? AND partition = ?").get(topic, partition) as { n: number }).n;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

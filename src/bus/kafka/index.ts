@@ -1,0 +1,1 @@
+export { openKafkaBus, ConsumerJoinError, type KafkaBusOptions } from "./kafkaBus.js";

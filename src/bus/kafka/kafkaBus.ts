@@ -1,0 +1,343 @@
+// The Kafka bus on kafkajs 2.2.4: an idempotent producer with acks=-1, consumer groups with
+// auto-commit off and one explicit commit per record after its handler resolved.
+import kafkajs from "kafkajs";
+import { kafkaLogCreator } from "./kafkaLog.js";
+import { partitionForKey, partitionKey } from "../partition.js";
+import { Interrupter, interrupted } from "../interrupter.js";
+import { retryDelay } from "../retry.js";
+import {
+  BusClosedError,
+  BusError,
+  UnknownTopicError,
+  defaultRetryPolicy,
+  stderrErrorLog,
+  toBuffer,
+  type Bus,
+  type BusConsumer,
+  type BusLog,
+  type BusRecord,
+  type ConsumeOptions,
+  type OutgoingMessage,
+  type TopicSpec,
+} from "../bus.js";
+
+const { Kafka, logLevel } = kafkajs;
+
+export interface KafkaBusOptions {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  readonly log?: BusLog;
+  /** A member silent this long is dropped from its group (broker minimum 6000). Default 10000. */
+  readonly sessionTimeoutMs?: number;
+  /** Default 1000. */
+  readonly heartbeatIntervalMs?: number;
+  /** Longest fetch long-poll; also bounds how fast an idle member notices a rebalance. Default 1000. */
+  readonly maxWaitTimeMs?: number;
+  /** How long consume() waits for the group join. Default 60000. */
+  readonly joinTimeoutMs?: number;
+}
+
+export class ConsumerJoinError extends BusError {
+  override readonly name = "ConsumerJoinError";
+}
+
+export async function openKafkaBus(options: KafkaBusOptions): Promise<Bus> {
+  return new KafkaBus(options);
+}
+
+class KafkaBus implements Bus {
+  private closed = false;
+  private readonly kafka: kafkajs.Kafka;
+  private readonly log: BusLog;
+  private readonly producer: Lazy<kafkajs.Producer>;
+  private readonly admin: Lazy<kafkajs.Admin>;
+  private readonly knownTopics = new Set<string>();
+  private readonly consumers = new Set<KafkaConsumer>();
+
+  constructor(private readonly options: KafkaBusOptions) {
+    this.log = options.log ?? stderrErrorLog;
+    this.kafka = new Kafka({
+      clientId: options.clientId,
+      brokers: [...options.brokers],
+      logLevel: logLevel.WARN,
+      logCreator: kafkaLogCreator(this.log),
+    });
+    const producer = this.kafka.producer({
+      idempotent: true,
+      // One request in flight keeps concurrent publishes in order across retries.
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      // Bounded so a dead cluster fails publish (the caller decides) instead of hanging forever.
+      retry: { retries: 8 },
+      createPartitioner: () => ({ partitionMetadata, message }) =>
+        partitionForKey(String(message.key), partitionMetadata.length),
+    });
+    this.producer = new Lazy(producer);
+    this.admin = new Lazy(this.kafka.admin());
+  }
+
+  async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {
+    this.assertOpen();
+    for (const { name, partitions } of topics) {
+      if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`topic ${name}: partitions must be a positive integer`);
+    }
+    const admin = await this.admin.connected();
+    const existing = new Set(await admin.listTopics());
+    const missing = topics.filter(({ name }) => !existing.has(name));
+    if (missing.length > 0) {
+      // Resolves false when another node created them first, which is just as good.
+      await admin.createTopics({
+        topics: missing.map(({ name, partitions }) => ({ topic: name, numPartitions: partitions })),
+        waitForLeaders: true,
+      });
+    }
+    for (const { name } of topics) this.knownTopics.add(name);
+  }
+
+  async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    this.assertOpen();
+    if (messages.length === 0) return;
+    await this.assertTopics([topic]);
+    const producer = await this.producer.connected();
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: messages.map((message) => ({
+        key: message.key,
+        value: toBuffer(message.value),
+        headers: { ...message.headers },
+      })),
+    });
+  }
+
+  async consume(options: ConsumeOptions): Promise<BusConsumer> {
+    this.assertOpen();
+    await this.assertTopics(options.topics);
+    const startAt = options.fromBeginning === false ? await this.endsOfUncommitted(options.groupId, options.topics) : new Map<string, string>();
+    const consumer = new KafkaConsumer(this.kafka, this.options, options, startAt, this.log);
+    this.consumers.add(consumer);
+    try {
+      await consumer.start();
+    } catch (error) {
+      this.consumers.delete(consumer);
+      await consumer.abandon();
+      throw error;
+    }
+    return {
+      stop: async () => {
+        await consumer.stop();
+        this.consumers.delete(consumer);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const consumers = [...this.consumers];
+    this.consumers.clear();
+    await Promise.all([
+      ...consumers.map((consumer) => consumer.abandon()),
+      this.producer.client.disconnect(),
+      this.admin.client.disconnect(),
+    ]);
+  }
+
+  /**
+   * kafkajs fixes "latest" only at its first fetch, after the join, so a message published just
+   * after consume() resolved could be skipped. The end offsets of the partitions the group never
+   * committed on are taken now, before the join, and the consumer seeks there once it joined.
+   */
+  private async endsOfUncommitted(groupId: string, topics: readonly string[]): Promise<Map<string, string>> {
+    const admin = await this.admin.connected();
+    const starts = new Map<string, string>();
+    for (const { topic, partitions } of await admin.fetchOffsets({ groupId, topics: [...topics] })) {
+      const uncommitted = new Set(partitions.filter(({ offset }) => offset === "-1").map(({ partition }) => partition));
+      if (uncommitted.size === 0) continue;
+      for (const { partition, high } of await admin.fetchTopicOffsets(topic)) {
+        if (uncommitted.has(partition)) starts.set(partitionKey(topic, partition), high);
+      }
+    }
+    return starts;
+  }
+
+  private async assertTopics(topics: readonly string[]): Promise<void> {
+    const unknown = topics.filter((topic) => !this.knownTopics.has(topic));
+    if (unknown.length === 0) return;
+    const existing = new Set(await (await this.admin.connected()).listTopics());
+    for (const topic of unknown) {
+      if (!existing.has(topic)) throw new UnknownTopicError(topic);
+      this.knownTopics.add(topic);
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new BusClosedError();
+  }
+}
+
+/** A kafkajs client connected on first use; a failed connect is tried again by the next use. */
+class Lazy<T extends { connect(): Promise<void> }> {
+  private connecting: Promise<void> | undefined;
+
+  constructor(readonly client: T) {}
+
+  async connected(): Promise<T> {
+    this.connecting ??= this.client.connect().catch((error: unknown) => {
+      this.connecting = undefined;
+      throw error;
+    });
+    await this.connecting;
+    return this.client;
+  }
+}
+
+class KafkaConsumer {
+  private readonly consumer: kafkajs.Consumer;
+  private readonly stopped = new Interrupter();
+  private readonly abandoned = new Interrupter();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly heartbeatIntervalMs: number;
+
+  constructor(
+    kafka: kafkajs.Kafka,
+    private readonly bus: KafkaBusOptions,
+    private readonly options: ConsumeOptions,
+    /** Offsets to start from on the first join, by partitionKey (see endsOfUncommitted). */
+    private readonly startAt: ReadonlyMap<string, string>,
+    private readonly log: BusLog,
+  ) {
+    this.heartbeatIntervalMs = bus.heartbeatIntervalMs ?? 1000;
+    this.consumer = kafka.consumer({
+      groupId: options.groupId,
+      sessionTimeout: bus.sessionTimeoutMs ?? 10_000,
+      heartbeatInterval: this.heartbeatIntervalMs,
+      maxWaitTimeInMs: bus.maxWaitTimeMs ?? 1000,
+      allowAutoTopicCreation: false,
+    });
+  }
+
+  async start(): Promise<void> {
+    const joined = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new ConsumerJoinError(`group ${this.options.groupId}: no join within ${this.bus.joinTimeoutMs ?? 60_000} ms`)),
+        this.bus.joinTimeoutMs ?? 60_000,
+      );
+      const offJoin = this.consumer.on(this.consumer.events.GROUP_JOIN, ({ payload }) => {
+        // Synchronous, so the seek is in place before the first fetch.
+        for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
+          for (const partition of partitions) {
+            const offset = this.startAt.get(partitionKey(topic, partition));
+            if (offset !== undefined) this.consumer.seek({ topic, partition, offset });
+          }
+        }
+        clearTimeout(timer);
+        offJoin();
+        offCrash();
+        resolve();
+      });
+      const offCrash = this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+        clearTimeout(timer);
+        offJoin();
+        offCrash();
+        reject(payload.error);
+      });
+    });
+    this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+      this.log({
+        level: "error",
+        message: `consumer of group ${payload.groupId} crashed${payload.restart ? ", restarting" : ""}`,
+        error: payload.error,
+      });
+    });
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topics: [...this.options.topics], fromBeginning: this.options.fromBeginning ?? true });
+    await this.consumer.run({
+      autoCommit: false,
+      partitionsConsumedConcurrently: this.options.partitionsConcurrently ?? 1,
+      eachMessage: (payload) => this.eachMessage(payload),
+    });
+    await joined;
+  }
+
+  /** Graceful: finish running handlers and their commits, then leave the group. */
+  async stop(): Promise<void> {
+    this.stopped.fire();
+    await Promise.all([...this.inFlight]);
+    await this.consumer.disconnect();
+  }
+
+  /** Leave now; running handlers stay uncommitted and are redelivered to the group. */
+  async abandon(): Promise<void> {
+    this.stopped.fire();
+    this.abandoned.fire();
+    await this.consumer.disconnect();
+  }
+
+  private eachMessage(payload: kafkajs.EachMessagePayload): Promise<void> {
+    // Records fetched after a stop are left uncommitted for the next owner.
+    if (this.stopped.fired) return Promise.resolve();
+    const handled = this.handle(payload);
+    this.inFlight.add(handled);
+    return handled.finally(() => this.inFlight.delete(handled));
+  }
+
+  private async handle({ topic, partition, message, heartbeat }: kafkajs.EachMessagePayload): Promise<void> {
+    const record = toRecord(topic, partition, message);
+    // kafkajs heartbeats only between records: keep the membership alive while a handler runs
+    // or waits to retry, and notice a rebalance so a retry streak gives the partition up.
+    let rebalance: unknown;
+    const beating = setInterval(() => {
+      heartbeat().catch((error: unknown) => {
+        rebalance ??= error;
+      });
+    }, this.heartbeatIntervalMs);
+    try {
+      for (let attempt = 1; ; attempt++) {
+        let failed = false;
+        let failure: unknown;
+        try {
+          const result = await this.abandoned.guard(Promise.resolve().then(() => this.options.handler(record)));
+          if (result === interrupted) return;
+        } catch (error) {
+          failed = true;
+          failure = error;
+        }
+        if (!failed) {
+          // A failed commit (e.g. the group rebalanced) goes to kafkajs, which rejoins; the record
+          // stays uncommitted and is delivered again.
+          await this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+          return;
+        }
+        this.log({
+          level: "error",
+          message: `handler of group ${this.options.groupId} failed on ${topic}[${partition}]@${message.offset}, attempt ${attempt}; retrying`,
+          error: failure,
+          fields: { groupId: this.options.groupId, topic, partition, offset: message.offset, attempt },
+        });
+        if (rebalance) throw rebalance;
+        if (!(await this.stopped.pause(retryDelay(attempt, this.options.retry ?? defaultRetryPolicy)))) return;
+        if (rebalance) throw rebalance;
+      }
+    } finally {
+      clearInterval(beating);
+    }
+  }
+}
+
+function toRecord(topic: string, partition: number, message: kafkajs.KafkaMessage): BusRecord {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(message.headers ?? {})) {
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first !== undefined) headers[name] = first.toString();
+  }
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    key: message.key?.toString("utf8") ?? "",
+    value: message.value ?? Buffer.alloc(0),
+    headers,
+    timestamp: Number(message.timestamp),
+  };
+}

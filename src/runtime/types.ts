@@ -1,0 +1,183 @@
+// Shapes exchanged between the runtime library and its callers (the lead's API, runner, registry).
+
+export type ComponentType = "source" | "action";
+
+export type PropType =
+  | "app"
+  | "boolean"
+  | "integer"
+  | "string"
+  | "object"
+  | "any"
+  | "$.interface.http"
+  | "$.interface.timer"
+  | "$.service.db"
+  | "boolean[]"
+  | "integer[]"
+  | "string[]"
+  | "app[]";
+
+export type PropOption = string | number | boolean | { label: string; value: unknown };
+
+/** A prop after shorthand expansion and propDefinition resolution. */
+export interface NormalizedProp {
+  readonly name: string;
+  readonly type: string;
+  readonly label?: string;
+  readonly description?: string;
+  readonly optional: boolean;
+  readonly default?: unknown;
+  readonly secret: boolean;
+  readonly min?: number;
+  readonly max?: number;
+  /** Static options; "dynamic" when options is an async method. */
+  readonly options?: readonly PropOption[] | "dynamic";
+  /** App name slug, for app props. */
+  readonly app?: string;
+  /** $.interface.http only. */
+  readonly customResponse?: boolean;
+  /** Where the definition came from, when propDefinition was used. */
+  readonly propDefinition?: { readonly app: string; readonly name: string };
+}
+
+/** One item of a component's configurable_props, in the seed's shape. */
+export interface ConfigurableProp {
+  name: string;
+  type: string;
+  label?: string;
+  description?: string;
+  default?: unknown;
+  app?: string;
+  optional?: boolean;
+  secret?: boolean;
+  min?: number;
+  max?: number;
+  options?: PropOption[];
+}
+
+export interface ComponentMeta {
+  readonly name: string;
+  readonly key?: string;
+  readonly version: string;
+  readonly type: ComponentType;
+  readonly description?: string;
+  readonly dedupe?: "unique" | "greatest" | "last";
+  /** Hooks the component defines (deploy, activate, deactivate). */
+  readonly hooks: readonly string[];
+  readonly methods: readonly string[];
+  /** False for a source that relies on the default run (emit the triggering event). */
+  readonly hasRun: boolean;
+  readonly props: readonly NormalizedProp[];
+}
+
+export interface PreparedComponent {
+  /** SHA-256 hex of the code as given. */
+  readonly codeHash: string;
+  /** SHA-256 hex of the bundle; keys compiled-code caches. */
+  readonly bundleHash: string;
+  /** Script the isolate runs (an IIFE that defines the component). */
+  readonly bundle: string;
+  readonly meta: ComponentMeta;
+  readonly configurableProps: ConfigurableProp[];
+  /** npm packages bundled, with the exact versions used. */
+  readonly packages: readonly { name: string; version: string }[];
+  /** Relative or URL modules that were fetched and bundled. */
+  readonly modules: readonly string[];
+  /** "esm" or "cjs": how the entry exported the component. */
+  readonly moduleFormat: "esm" | "cjs";
+}
+
+export type InvocationMethod = "run" | "deploy" | "activate" | "deactivate";
+
+export interface HttpEvent {
+  method: string;
+  path: string;
+  query: Record<string, string | string[]>;
+  headers: Record<string, string | string[]>;
+  bodyRaw: string;
+  body: unknown;
+}
+
+export interface TimerEvent {
+  timestamp: number;
+  interval_seconds: number;
+}
+
+export interface Invocation {
+  readonly invocationId: string;
+  readonly ownerId: string;
+  readonly sourceId: string;
+  readonly codeHash: string;
+  /** Defaults to codeHash; give it when one code can have several bundles. */
+  readonly bundleHash?: string;
+  readonly bundle: string;
+  readonly method: InvocationMethod;
+  /** Configured values: app props as objects with $auth, secrets decrypted, timer as its value. */
+  readonly props: Record<string, unknown>;
+  readonly event?: unknown;
+  /** The source's key-value snapshot (at most 60 KB). */
+  readonly db?: Record<string, unknown>;
+  readonly http?: { readonly endpoint: string; readonly customResponse?: boolean };
+  readonly limits?: { readonly timeoutMs?: number; readonly memoryMb?: number };
+  /** Actions only: previous steps' exports, given to run as { steps }. */
+  readonly steps?: Record<string, unknown>;
+}
+
+export type HttpResponseBody = string | { base64: string } | null;
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: HttpResponseBody;
+}
+
+export interface LogLine {
+  ts: number;
+  level: "log" | "info" | "warn" | "error" | "debug" | "system";
+  message: string;
+}
+
+export interface EmitMeta {
+  id?: string | number;
+  name?: string;
+  summary?: string;
+  ts?: number;
+}
+
+export interface Emit {
+  event: unknown;
+  meta: EmitMeta;
+}
+
+export interface InvocationError {
+  name: string;
+  message: string;
+  stack?: string;
+  /** Stable machine code: TIMEOUT, MEMORY_LIMIT, RUNNER_CRASHED, RUNNER_UNRESPONSIVE, USER_ERROR, ... */
+  code: string;
+}
+
+export interface InvocationOutcome {
+  ok: boolean;
+  error?: InvocationError;
+  /** Emits made before the run ended, also when it failed (as on Pipedream, emits are not rolled back). */
+  emits: Emit[];
+  logs: LogLine[];
+  db: Record<string, unknown>;
+  dbChanged: boolean;
+  response?: HttpResponse;
+  /** Actions: what run returned (JSON) and the $.export values. */
+  returnValue?: unknown;
+  exports?: Record<string, unknown>;
+  /** Actions: $.flow.exit(reason) was called. */
+  exited?: { reason?: string };
+  cpuMs: number;
+  wallMs: number;
+  /** Whether a warm isolate served this invocation. */
+  warm: boolean;
+}
+
+export interface InvocationCallbacks {
+  onRespond?(response: HttpResponse): void;
+  onLog?(line: LogLine): void;
+}

@@ -104,6 +104,14 @@ export class Runtime {
     this.heartbeat.unref();
   }
 
+  get cacheDir(): string {
+    return this.opts.cacheDir;
+  }
+
+  get allowPrivateNetworks(): boolean {
+    return this.opts.allowPrivateNetworks;
+  }
+
   /** Resolves once every runner process has started. */
   async ready(): Promise<void> {
     await Promise.all(this.runners.map((r) => r.ready));

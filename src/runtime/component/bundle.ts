@@ -186,7 +186,7 @@ export async function bundleComponent(
   return {
     bundle: result.outputFiles[0]!.text,
     packages: [...packages.entries()].map(([name, version]) => ({ name, version })).sort((a, b) => a.name.localeCompare(b.name)),
-    modules,
+    modules: [...modules].sort(),
     moduleFormat: entryInput?.format === "cjs" ? "cjs" : "esm",
   };
 }

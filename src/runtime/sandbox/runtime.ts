@@ -50,6 +50,7 @@ const VALID_METHODS = new Set(["run", "deploy", "activate", "deactivate"]);
 class RunnerProcess {
   child: ChildProcess | undefined;
   ready: Promise<void> = Promise.resolve();
+  markReady: () => void = () => {};
   readonly pending = new Map<number, Pending>();
   readonly knownBundles = new Set<string>();
   readonly waiting: (() => void)[] = [];
@@ -99,7 +100,10 @@ export class Runtime {
     };
     this.prelude = preludeSource();
     this.runners = Array.from({ length: Math.max(1, this.opts.workers) }, (_, i) => new RunnerProcess(i));
-    for (const runner of this.runners) this.spawn(runner);
+    for (const runner of this.runners) {
+      resetReady(runner);
+      this.spawn(runner);
+    }
     this.heartbeat = setInterval(() => this.checkHeartbeats(), this.opts.heartbeatIntervalMs);
     this.heartbeat.unref();
   }
@@ -138,12 +142,10 @@ export class Runtime {
     runner.killReason = undefined;
     runner.knownBundles.clear();
     runner.lastPong = Date.now();
-    let markReady: () => void = () => {};
-    runner.ready = new Promise<void>((resolve) => (markReady = resolve));
     child.on("message", (msg: WorkerToHost) => {
       if (msg.type === "ready") {
         runner.lastPong = Date.now();
-        markReady();
+        runner.markReady();
       } else this.onMessage(runner, msg);
     });
     child.on("exit", (code, signal) => this.onExit(runner, child, code, signal));
@@ -176,6 +178,8 @@ export class Runtime {
   private onExit(runner: RunnerProcess, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (runner.child !== child) return;
     runner.child = undefined;
+    // Work arriving from now on waits for the replacement child.
+    if (!this.closed) resetReady(runner);
     const reason: InvocationError = runner.killReason ?? {
       name: "RunnerCrashedError",
       code: "RUNNER_CRASHED",
@@ -413,6 +417,10 @@ export class Runtime {
       }),
     );
   }
+}
+
+function resetReady(runner: RunnerProcess): void {
+  runner.ready = new Promise<void>((resolve) => (runner.markReady = resolve));
 }
 
 function safeCall(fn: () => void): void {

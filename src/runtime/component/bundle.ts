@@ -1,0 +1,192 @@
+// Bundling a component for the isolate with esbuild: the entry code, modules it imports by
+// relative path (fetched relative to component_url), the sandbox's built-in modules, and npm
+// packages from the host cache. The output is one script: __hw_define(function (module, exports,
+// require) { ...CommonJS... }), which the prelude runs to obtain the component.
+import * as esbuild from "esbuild";
+import type { Problem } from "../errors.js";
+import type { ModuleLoader } from "./moduleSource.js";
+import type { NpmCache } from "./npmCache.js";
+import { builtinName, packageOfPath, parseNpmSpecifier, SANDBOX_BUILTINS, SANDBOX_PACKAGES } from "./specifier.js";
+
+export interface BundleInput {
+  readonly code: string;
+  readonly url?: string;
+  readonly typescript?: boolean;
+}
+
+export interface BundleResult {
+  readonly bundle: string;
+  readonly packages: { name: string; version: string }[];
+  readonly modules: string[];
+  readonly moduleFormat: "esm" | "cjs";
+}
+
+export class BundleError extends Error {
+  override readonly name = "BundleError";
+  constructor(readonly problems: Problem[]) {
+    super(problems.map((p) => p.message).join("; "));
+  }
+}
+
+const ENTRY = "component-entry";
+const MAX_MODULES = 50;
+
+function loaderFor(url: string, typescript: boolean): esbuild.Loader {
+  const pathname = url.split(/[?#]/)[0]!;
+  if (/\.(ts|mts|cts)$/.test(pathname)) return "ts";
+  if (/\.json$/.test(pathname)) return "json";
+  if (/\.(js|mjs|cjs)$/.test(pathname)) return "js";
+  return typescript ? "ts" : "js";
+}
+
+function who(importer: string, namespace: string): string {
+  if (namespace === "file") {
+    const pkg = packageOfPath(importer);
+    return pkg ? `npm package "${pkg}"` : importer;
+  }
+  if (namespace === "remote") return importer;
+  return "the component";
+}
+
+export async function bundleComponent(
+  input: BundleInput,
+  deps: { npm: NpmCache; loadModule: ModuleLoader },
+): Promise<BundleResult> {
+  const packages = new Map<string, string>();
+  const modules: string[] = [];
+  const typescript = input.typescript === true;
+
+  const plugin: esbuild.Plugin = {
+    name: "headwater-component",
+    setup(build) {
+      build.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.pluginData?.headwaterPassThrough) return undefined;
+        if (args.kind === "entry-point") return { path: ENTRY, namespace: "component" };
+        const spec = args.path;
+        const fromComponentCode = args.namespace === "component" || args.namespace === "remote";
+
+        // Headwater's own modules: the platform, HTTP clients (served by the host bridge).
+        const npmSpec = parseNpmSpecifier(spec);
+        if (npmSpec && SANDBOX_PACKAGES.has(npmSpec.name) && npmSpec.subpath === "") {
+          return { path: npmSpec.name, namespace: "sandbox-module" };
+        }
+        const builtin = builtinName(spec);
+        if (builtin !== undefined) {
+          if (SANDBOX_BUILTINS.has(builtin)) return { path: builtin, namespace: "sandbox-module" };
+          if (!fromComponentCode) {
+            // A package may map the module away for browsers ("browser": { "fs": false }).
+            const mapped = await build.resolve(spec, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: { headwaterPassThrough: true } });
+            if (mapped.errors.length === 0 && mapped.path) return mapped;
+          }
+          return {
+            errors: [
+              {
+                text: `${who(args.importer, args.namespace)} imports the Node module "${builtin}", which is not available in the sandbox (available: ${[...SANDBOX_BUILTINS].join(", ")})`,
+              },
+            ],
+          };
+        }
+
+        if (fromComponentCode) {
+          if (spec.startsWith("./") || spec.startsWith("../") || spec.startsWith("/") || /^https?:\/\//i.test(spec)) {
+            const base = args.namespace === "remote" ? args.importer : input.url;
+            if (!base && !/^https?:\/\//i.test(spec)) {
+              return { errors: [{ text: `the relative import "${spec}" needs a component_url to resolve against` }] };
+            }
+            let resolved: string;
+            try {
+              resolved = new URL(spec, base).toString();
+            } catch {
+              return { errors: [{ text: `cannot resolve "${spec}" against ${String(base)}` }] };
+            }
+            return { path: resolved, namespace: "remote" };
+          }
+          if (!npmSpec) return { errors: [{ text: `"${spec}" is not a valid module specifier` }] };
+          let installed;
+          try {
+            installed = await deps.npm.ensure(npmSpec.name, npmSpec.range);
+          } catch (err) {
+            return { errors: [{ text: (err as Error).message }] };
+          }
+          packages.set(installed.name, installed.version);
+          const result = await build.resolve(`${npmSpec.name}${npmSpec.subpath}`, {
+            kind: args.kind,
+            resolveDir: installed.root,
+            pluginData: { headwaterPassThrough: true },
+          });
+          if (result.errors.length > 0) {
+            return { errors: [{ text: `npm package "${npmSpec.name}@${installed.version}" cannot be bundled for the sandbox: ${result.errors[0]!.text}` }] };
+          }
+          return result;
+        }
+        if (spec.endsWith(".node")) {
+          return { errors: [{ text: `${who(args.importer, args.namespace)} loads a native addon (${spec}), which cannot run in the sandbox` }] };
+        }
+        return undefined;
+      });
+
+      build.onLoad({ filter: /.*/, namespace: "component" }, () => ({
+        contents: input.code,
+        loader: typescript ? "ts" : "js",
+      }));
+
+      build.onLoad({ filter: /.*/, namespace: "remote" }, async (args) => {
+        if (modules.length >= MAX_MODULES) return { errors: [{ text: `a component may import at most ${MAX_MODULES} modules by path or URL` }] };
+        modules.push(args.path);
+        try {
+          return { contents: await deps.loadModule(args.path), loader: loaderFor(args.path, typescript) };
+        } catch (err) {
+          return { errors: [{ text: `cannot load the module ${args.path}: ${(err as Error).message}` }] };
+        }
+      });
+
+      build.onLoad({ filter: /.*/, namespace: "sandbox-module" }, (args) => ({
+        contents: `module.exports = globalThis.__hw_modules[${JSON.stringify(args.path)}];`,
+        loader: "js",
+      }));
+
+      build.onLoad({ filter: /\.node$/ }, (args) => ({
+        errors: [{ text: `${who(args.path, "file")} contains a native addon (${args.path.split("/").pop()}), which cannot run in the sandbox` }],
+      }));
+    },
+  };
+
+  let result: esbuild.BuildResult & { metafile: esbuild.Metafile; outputFiles: esbuild.OutputFile[] };
+  try {
+    result = await esbuild.build({
+      entryPoints: [ENTRY],
+      bundle: true,
+      write: false,
+      metafile: true,
+      format: "cjs",
+      platform: "browser",
+      mainFields: ["browser", "module", "main"],
+      target: "es2022",
+      logLevel: "silent",
+      legalComments: "none",
+      charset: "utf8",
+      define: { "process.env.NODE_ENV": '"production"', global: "globalThis" },
+      banner: { js: "__hw_define(function (module, exports, require) {" },
+      footer: { js: "});" },
+      plugins: [plugin],
+    });
+  } catch (err) {
+    const failure = err as esbuild.BuildFailure;
+    if (Array.isArray(failure.errors)) {
+      throw new BundleError(
+        failure.errors.map((e) => ({
+          path: e.location && e.location.file !== `component:${ENTRY}` ? `(module ${e.location.file.replace(/^remote:/, "")})` : "(module)",
+          message: e.location ? `${e.text} (line ${e.location.line}, column ${e.location.column + 1})` : e.text,
+        })),
+      );
+    }
+    throw err;
+  }
+  const entryInput = result.metafile.inputs[`component:${ENTRY}`];
+  return {
+    bundle: result.outputFiles[0]!.text,
+    packages: [...packages.entries()].map(([name, version]) => ({ name, version })).sort((a, b) => a.name.localeCompare(b.name)),
+    modules: [...modules].sort(),
+    moduleFormat: entryInput?.format === "cjs" ? "cjs" : "esm",
+  };
+}

@@ -1,0 +1,110 @@
+// Runtime limits and their defaults. The library reads no environment variable except through
+// runtimeOptionsFromEnv, which the server calls once at start-up.
+import os from "node:os";
+
+export interface SandboxLimits {
+  /** Wall-clock limit of one invocation (ms). */
+  readonly timeoutMs: number;
+  /** Heap limit of one isolate (MB). */
+  readonly memoryMb: number;
+  /** Largest JSON of one emitted event (bytes). */
+  readonly maxEmitBytes: number;
+  /** Most emits in one invocation. */
+  readonly maxEmitsPerRun: number;
+  /** Console output kept per invocation (bytes); the rest is dropped and counted. */
+  readonly maxLogBytes: number;
+  /** Console lines kept per invocation. */
+  readonly maxLogLines: number;
+  /** Longest single console line (characters); longer lines are cut. */
+  readonly maxLogLineChars: number;
+  /** this.db total size per source (bytes). */
+  readonly maxDbBytes: number;
+  /** Largest body given to http.respond (bytes). */
+  readonly maxResponseBytes: number;
+  /** Outbound HTTP from components. */
+  readonly httpTimeoutMs: number;
+  readonly httpMaxResponseBytes: number;
+  /** Concurrent outbound requests per invocation. */
+  readonly httpMaxConcurrent: number;
+}
+
+export const DEFAULT_LIMITS: SandboxLimits = {
+  timeoutMs: 300_000,
+  memoryMb: 256,
+  maxEmitBytes: 512 * 1024,
+  maxEmitsPerRun: 1_000,
+  maxLogBytes: 256 * 1024,
+  maxLogLines: 2_000,
+  maxLogLineChars: 16 * 1024,
+  maxDbBytes: 60 * 1024,
+  maxResponseBytes: 6 * 1024 * 1024,
+  httpTimeoutMs: 30_000,
+  httpMaxResponseBytes: 10 * 1024 * 1024,
+  httpMaxConcurrent: 16,
+};
+
+export interface RuntimeOptions {
+  /** Child processes in the pool; default: one per CPU, at least 1, at most 8. */
+  readonly workers?: number;
+  /** Default per-invocation wall-clock limit (ms), 300 000. */
+  readonly timeoutMs?: number;
+  /** Default per-invocation isolate memory limit (MB), 256. */
+  readonly memoryMb?: number;
+  /** Everything else of SandboxLimits. */
+  readonly limits?: Partial<SandboxLimits>;
+  /** Host directory for caches (npm packages). */
+  readonly cacheDir: string;
+  /** Lets component HTTP reach private, loopback and link-local addresses. */
+  readonly allowPrivateNetworks?: boolean;
+  /** Warm isolates kept per child process (LRU beyond that). Default 64. */
+  readonly maxWarmIsolates?: number;
+  /** Invocations running at once per child; more wait in the host. Default 32. */
+  readonly maxConcurrentPerWorker?: number;
+  /** Heartbeat period and the silence after which a child is killed (ms). Defaults 1000 / 10 000. */
+  readonly heartbeatIntervalMs?: number;
+  readonly heartbeatTimeoutMs?: number;
+  /** Extra time the host grants a child past the invocation timeout before killing it (ms). Default 5000. */
+  readonly hardKillGraceMs?: number;
+  /** Loading a component during prepare (ms). Default 10 000. */
+  readonly loadTimeoutMs?: number;
+}
+
+export function defaultWorkerCount(): number {
+  return Math.max(1, Math.min(8, os.availableParallelism()));
+}
+
+export function resolveLimits(opts: Pick<RuntimeOptions, "timeoutMs" | "memoryMb" | "limits">): SandboxLimits {
+  return {
+    ...DEFAULT_LIMITS,
+    ...opts.limits,
+    ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+    ...(opts.memoryMb !== undefined ? { memoryMb: opts.memoryMb } : {}),
+  };
+}
+
+/**
+ * The one place that maps environment variables onto runtime options:
+ * HEADWATER_RUNNER_WORKERS, HEADWATER_RUN_TIMEOUT_MS, HEADWATER_RUN_MEMORY_MB,
+ * HEADWATER_ALLOW_PRIVATE_NETWORKS (=1 or true), HEADWATER_NPM_REGISTRY.
+ */
+export function runtimeOptionsFromEnv(
+  env: NodeJS.ProcessEnv,
+  cacheDir: string,
+): RuntimeOptions & { npmRegistry?: string } {
+  const int = (name: string): number | undefined => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return undefined;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+    return value;
+  };
+  const flag = (name: string) => env[name] === "1" || env[name]?.toLowerCase() === "true";
+  return {
+    cacheDir,
+    ...(int("HEADWATER_RUNNER_WORKERS") !== undefined ? { workers: int("HEADWATER_RUNNER_WORKERS") } : {}),
+    ...(int("HEADWATER_RUN_TIMEOUT_MS") !== undefined ? { timeoutMs: int("HEADWATER_RUN_TIMEOUT_MS") } : {}),
+    ...(int("HEADWATER_RUN_MEMORY_MB") !== undefined ? { memoryMb: int("HEADWATER_RUN_MEMORY_MB") } : {}),
+    allowPrivateNetworks: flag("HEADWATER_ALLOW_PRIVATE_NETWORKS"),
+    ...(env["HEADWATER_NPM_REGISTRY"] ? { npmRegistry: env["HEADWATER_NPM_REGISTRY"] } : {}),
+  };
+}

@@ -1,0 +1,57 @@
+// Code in this folder runs INSIDE the isolate (bundled by esbuild into the prelude), never in Node.
+// The host injects these callbacks as globals; the prelude captures them in closures and deletes
+// the globals, so user code never holds a host function.
+
+export type SyncResult = { ok: true; value: unknown } | { ok: false; error: string; name?: string };
+
+export interface HostBridge {
+  /** Fire-and-forget (ignored callbacks keep their order ahead of the invocation result). */
+  log(level: string, message: string): void;
+  emit(eventJson: string, metaJson: string): void;
+  respond(responseJson: string): void;
+  http(id: number, request: unknown): void;
+  timer(op: "set" | "clear", id: number, ms: number): void;
+  /** Synchronous host operations: hashes, HMAC, random bytes, URL parsing. */
+  sync(op: string, args: unknown): SyncResult;
+}
+
+export const BRIDGE_GLOBALS = {
+  log: "__hw_bridge_log",
+  emit: "__hw_bridge_emit",
+  respond: "__hw_bridge_respond",
+  http: "__hw_bridge_http",
+  timer: "__hw_bridge_timer",
+  sync: "__hw_bridge_sync",
+} as const;
+
+export function takeBridge(): HostBridge {
+  const g = globalThis as unknown as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [key, globalName] of Object.entries(BRIDGE_GLOBALS)) {
+    const fn = g[globalName];
+    if (typeof fn !== "function") throw new Error(`bridge ${globalName} missing`);
+    out[key] = fn;
+    delete g[globalName];
+  }
+  return out as unknown as HostBridge;
+}
+
+let bridge: HostBridge | undefined;
+
+export function setBridge(b: HostBridge): void {
+  bridge = b;
+}
+
+export function host(): HostBridge {
+  if (!bridge) throw new Error("sandbox bridge not initialised");
+  return bridge;
+}
+
+export function hostSync<T>(op: string, args: unknown): T {
+  const result = host().sync(op, args);
+  if (!result.ok) {
+    const err = result.name === "TypeError" ? new TypeError(result.error) : new Error(result.error);
+    throw err;
+  }
+  return result.value as T;
+}

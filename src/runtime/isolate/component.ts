@@ -1,0 +1,60 @@
+// The loaded component and how its props read: shorthand strings, propDefinition from an app,
+// a timer's schedule written on the prop itself.
+
+export type AnyRecord = Record<string, unknown>;
+
+export interface ResolvedProp {
+  /** The prop definition after expansion (functions kept). */
+  def: AnyRecord;
+  /** The raw value as written (string shorthand, object, app object). */
+  raw: unknown;
+  propDefinition?: { app: unknown; appName: string | undefined; appIsApp: boolean; name: unknown; found: boolean };
+  invalid?: string;
+}
+
+export function isRecord(v: unknown): v is AnyRecord {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+export function resolveProp(raw: unknown): ResolvedProp {
+  if (typeof raw === "string") return { def: { type: raw }, raw };
+  if (!isRecord(raw)) return { def: {}, raw, invalid: `a prop must be an object or a type string, got ${Array.isArray(raw) ? "array" : typeof raw}` };
+  if (raw["type"] === "app") return { def: raw, raw };
+  let def: AnyRecord = raw;
+  let propDefinition: ResolvedProp["propDefinition"];
+  if (raw["propDefinition"] !== undefined) {
+    const pd = raw["propDefinition"];
+    const [app, name] = Array.isArray(pd) ? pd : [undefined, undefined];
+    const appIsApp = isRecord(app) && app["type"] === "app";
+    const defs = appIsApp ? (app as AnyRecord)["propDefinitions"] : undefined;
+    const base = isRecord(defs) && typeof name === "string" && Object.prototype.hasOwnProperty.call(defs, name) ? defs[name] : undefined;
+    propDefinition = {
+      app,
+      appName: appIsApp && typeof (app as AnyRecord)["app"] === "string" ? ((app as AnyRecord)["app"] as string) : undefined,
+      appIsApp,
+      name,
+      found: isRecord(base),
+    };
+    const { propDefinition: _omit, ...local } = raw;
+    void _omit;
+    def = { ...(isRecord(base) ? base : {}), ...local };
+  }
+  if (def["type"] === "$.interface.timer" && def["default"] === undefined) {
+    if (def["intervalSeconds"] !== undefined) def = { ...def, default: { intervalSeconds: def["intervalSeconds"] } };
+    else if (def["cron"] !== undefined) def = { ...def, default: { cron: def["cron"] } };
+  }
+  return { def, raw, ...(propDefinition ? { propDefinition } : {}) };
+}
+
+export function componentProps(component: AnyRecord): [string, ResolvedProp][] {
+  const props = component["props"];
+  if (!isRecord(props)) return [];
+  return Object.keys(props).map((name) => [name, resolveProp(props[name])]);
+}
+
+/** The exported component: `export default` for ES modules, module.exports for CommonJS. */
+export function exportedComponent(moduleExports: unknown): unknown {
+  if (isRecord(moduleExports) && moduleExports["__esModule"] === true && "default" in moduleExports) return moduleExports["default"];
+  if (isRecord(moduleExports) && Object.keys(moduleExports).length === 1 && isRecord(moduleExports["default"])) return moduleExports["default"];
+  return moduleExports;
+}

@@ -1,0 +1,118 @@
+// Entry of the prelude script that every isolate runs before the component: it takes the host
+// bridge, installs the globals a component expects (console, timers, URL, TextEncoder, Buffer,
+// fetch, crypto.getRandomValues) and the module registry, then exposes load / invoke / describe /
+// dispatch to the host through one global the host removes right away.
+import { Buffer } from "buffer";
+import EventEmitter from "events";
+import { setBridge, takeBridge } from "./bridge.js";
+import { exportedComponent, isRecord, type AnyRecord } from "./component.js";
+import { sandboxConsole } from "./console.js";
+import { describeComponent } from "./describe.js";
+import { AbortController, AbortSignal, fetch, Headers, nodeFetchModule, Response } from "./fetch.js";
+import { settleHttp } from "./http.js";
+import { invoke, serializeError } from "./invoke.js";
+import axios from "./modules/axios.js";
+import * as cryptoModule from "./modules/crypto.js";
+import * as platform from "./modules/platform.js";
+import * as querystring from "./modules/querystring.js";
+import * as types from "./modules/types.js";
+import * as urlModule from "./modules/url.js";
+import * as util from "./modules/util.js";
+import { TextDecoder, TextEncoder } from "./textCodec.js";
+import { fireTimer, setUncaughtHandler, timerGlobals, timersModule } from "./timers.js";
+import { URL, URLSearchParams } from "./url.js";
+
+setBridge(takeBridge());
+setUncaughtHandler((err) => sandboxConsole.error("Uncaught exception:", err));
+
+const g = globalThis as unknown as AnyRecord;
+
+function defineGlobal(name: string, value: unknown): void {
+  Object.defineProperty(g, name, { value, writable: true, configurable: true, enumerable: false });
+}
+
+const webCrypto = { getRandomValues: cryptoModule.getRandomValues, randomUUID: cryptoModule.randomUUID };
+const performance = { now: (() => { const t0 = Date.now(); return () => Date.now() - t0; })(), timeOrigin: Date.now() };
+
+const globals: AnyRecord = {
+  console: sandboxConsole,
+  ...timerGlobals,
+  URL,
+  URLSearchParams,
+  TextEncoder,
+  TextDecoder,
+  Buffer,
+  fetch,
+  Headers,
+  Response,
+  AbortController,
+  AbortSignal,
+  crypto: webCrypto,
+  performance,
+  global: globalThis,
+  atob: (s: string) => Buffer.from(String(s), "base64").toString("latin1"),
+  btoa: (s: string) => Buffer.from(String(s), "latin1").toString("base64"),
+  structuredClone: (v: unknown) => (v === undefined ? undefined : JSON.parse(JSON.stringify(v))),
+};
+for (const [name, value] of Object.entries(globals)) defineGlobal(name, value);
+
+const eventsModule = Object.assign(EventEmitter, { EventEmitter, default: EventEmitter });
+
+/** Built-in modules the component bundle reads through its virtual modules. */
+const modules: AnyRecord = {
+  crypto: cryptoModule,
+  buffer: { Buffer, default: { Buffer } },
+  url: urlModule,
+  querystring,
+  util,
+  events: eventsModule,
+  timers: timersModule,
+  "timers/promises": timersModule.promises,
+  "@pipedream/platform": platform,
+  "@pipedream/types": types,
+  axios,
+  "node-fetch": nodeFetchModule,
+  "cross-fetch": nodeFetchModule,
+  "isomorphic-fetch": nodeFetchModule,
+};
+Object.defineProperty(g, "__hw_modules", { value: Object.freeze({ ...modules }), enumerable: false, writable: false, configurable: false });
+
+function sandboxRequire(name: unknown): unknown {
+  const id = String(name).replace(/^node:/, "");
+  const found = (modules as AnyRecord)[id];
+  if (found !== undefined) return found;
+  throw new Error(`require("${String(name)}"): this module is not available in the sandbox (only modules imported by name in the code are bundled)`);
+}
+
+let factory: ((module: AnyRecord, exports: unknown, require: typeof sandboxRequire) => void) | undefined;
+let component: AnyRecord | undefined;
+
+defineGlobal("__hw_define", (f: typeof factory) => {
+  if (factory === undefined && typeof f === "function") factory = f;
+});
+
+function load(): string {
+  delete g["__hw_define"];
+  if (!factory) return JSON.stringify({ ok: false, error: { name: "Error", message: "the component bundle did not define a module", code: "LOAD_ERROR" } });
+  const mod: AnyRecord = { exports: {} };
+  try {
+    factory(mod, mod["exports"], sandboxRequire);
+  } catch (err) {
+    return JSON.stringify({ ok: false, error: { ...serializeError(err), code: "LOAD_ERROR" } });
+  }
+  const exported = exportedComponent(mod["exports"]);
+  component = isRecord(exported) ? exported : undefined;
+  return JSON.stringify({ ok: true, describe: describeComponent(exported) });
+}
+
+function invokeEntry(payloadJson: string): Promise<string> {
+  if (!component) return Promise.resolve(JSON.stringify({ ok: false, error: { name: "Error", message: "the component is not loaded", code: "LOAD_ERROR" } }));
+  return invoke(component, payloadJson);
+}
+
+function dispatch(kind: string, id: number, payload: unknown): void {
+  if (kind === "timer") fireTimer(id);
+  else if (kind === "http") settleHttp(id, payload as Parameters<typeof settleHttp>[1]);
+}
+
+defineGlobal("__hw_entry", { load, invoke: invokeEntry, dispatch });

@@ -1,0 +1,23 @@
+// Builds the prelude script (src/runtime/isolate/prelude.ts, compiled to dist) into one IIFE with
+// its npm parts (buffer, events), once per host process.
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+let built: Promise<string> | undefined;
+
+export function preludeSource(): Promise<string> {
+  built ??= esbuild
+    .build({
+      entryPoints: [fileURLToPath(new URL("../isolate/prelude.js", import.meta.url))],
+      bundle: true,
+      write: false,
+      format: "iife",
+      platform: "browser",
+      target: "es2022",
+      legalComments: "none",
+      logLevel: "silent",
+      define: { global: "globalThis" },
+    })
+    .then((r) => r.outputFiles[0]!.text);
+  return built;
+}

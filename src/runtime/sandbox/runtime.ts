@@ -1,0 +1,443 @@
+// The Runtime: supervisor of the runner child processes. It routes each source to one child (so
+// its warm isolate is found again), bounds concurrency, watches heartbeats, kills a child that
+// stops answering or overruns an invocation, and starts a fresh one in its place.
+import { fork, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { defaultWorkerCount, resolveLimits, type RuntimeOptions, type SandboxLimits } from "../config.js";
+import type {
+  HttpResponse,
+  Invocation,
+  InvocationCallbacks,
+  InvocationError,
+  InvocationOutcome,
+  LogLine,
+} from "../types.js";
+import { preludeSource } from "./preludeBundle.js";
+import type { DescribeResult, HostToWorker, InvokeRequest, WorkerOutcome, WorkerToHost } from "./protocol.js";
+
+export class RuntimeClosedError extends Error {
+  override readonly name = "RuntimeClosedError";
+}
+
+export class InvalidInvocationError extends Error {
+  override readonly name = "InvalidInvocationError";
+}
+
+interface PendingInvoke {
+  kind: "invoke";
+  msg: InvokeRequest;
+  inv: Invocation;
+  callbacks: InvocationCallbacks;
+  logs: LogLine[];
+  response: HttpResponse | undefined;
+  resolve: (o: InvocationOutcome) => void;
+  hardTimer: NodeJS.Timeout | undefined;
+  overran: boolean;
+  started: number;
+}
+
+interface PendingDescribe {
+  kind: "describe";
+  resolve: (r: DescribeResult) => void;
+  started: number;
+}
+
+type Pending = PendingInvoke | PendingDescribe;
+
+const WORKER_PATH = fileURLToPath(new URL("./worker.js", import.meta.url));
+const VALID_METHODS = new Set(["run", "deploy", "activate", "deactivate"]);
+
+class RunnerProcess {
+  child: ChildProcess | undefined;
+  ready: Promise<void> = Promise.resolve();
+  markReady: () => void = () => {};
+  readonly pending = new Map<number, Pending>();
+  readonly knownBundles = new Set<string>();
+  readonly waiting: (() => void)[] = [];
+  lastPong = Date.now();
+  killReason: InvocationError | undefined;
+  restarts = 0;
+  recentCrashes: number[] = [];
+
+  constructor(readonly index: number) {}
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+}
+
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+export class Runtime {
+  readonly limits: SandboxLimits;
+  private readonly runners: RunnerProcess[];
+  private readonly opts: Required<Omit<RuntimeOptions, "limits" | "timeoutMs" | "memoryMb" | "workers">> & { workers: number };
+  private nextId = 1;
+  private closed = false;
+  private readonly heartbeat: NodeJS.Timeout;
+  private prelude: Promise<string>;
+  private describeCursor = 0;
+
+  constructor(options: RuntimeOptions) {
+    this.limits = resolveLimits(options);
+    this.opts = {
+      workers: options.workers ?? defaultWorkerCount(),
+      cacheDir: options.cacheDir,
+      allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+      maxWarmIsolates: options.maxWarmIsolates ?? 64,
+      maxConcurrentPerWorker: options.maxConcurrentPerWorker ?? 32,
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? 1000,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? 10_000,
+      hardKillGraceMs: options.hardKillGraceMs ?? 5000,
+      loadTimeoutMs: options.loadTimeoutMs ?? 10_000,
+    };
+    this.prelude = preludeSource();
+    this.runners = Array.from({ length: Math.max(1, this.opts.workers) }, (_, i) => new RunnerProcess(i));
+    for (const runner of this.runners) {
+      resetReady(runner);
+      this.spawn(runner);
+    }
+    this.heartbeat = setInterval(() => this.checkHeartbeats(), this.opts.heartbeatIntervalMs);
+    this.heartbeat.unref();
+  }
+
+  get cacheDir(): string {
+    return this.opts.cacheDir;
+  }
+
+  get allowPrivateNetworks(): boolean {
+    return this.opts.allowPrivateNetworks;
+  }
+
+  /** Resolves once every runner process has started. */
+  async ready(): Promise<void> {
+    await Promise.all(this.runners.map((r) => r.ready));
+  }
+
+  /** Process ids of the runner children, for operators and tests. */
+  pids(): (number | undefined)[] {
+    return this.runners.map((r) => r.child?.pid);
+  }
+
+  get workerCount(): number {
+    return this.runners.length;
+  }
+
+  private spawn(runner: RunnerProcess): void {
+    const child = fork(WORKER_PATH, [], {
+      execArgv: ["--no-node-snapshot"],
+      // Components never see the environment; the runner itself needs none either.
+      env: {},
+      serialization: "advanced",
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    runner.child = child;
+    runner.killReason = undefined;
+    runner.knownBundles.clear();
+    runner.lastPong = Date.now();
+    child.on("message", (msg: WorkerToHost) => {
+      if (msg.type === "ready") {
+        runner.lastPong = Date.now();
+        runner.markReady();
+      } else this.onMessage(runner, msg);
+    });
+    child.on("exit", (code, signal) => this.onExit(runner, child, code, signal));
+    child.on("error", () => {
+      /* exit follows */
+    });
+    void this.prelude.then(
+      (prelude) =>
+        this.send(runner, {
+          type: "init",
+          prelude,
+          limits: this.limits,
+          allowPrivateNetworks: this.opts.allowPrivateNetworks,
+          maxWarmIsolates: this.opts.maxWarmIsolates,
+        }),
+      (err) => process.stderr.write(`headwater runtime: cannot build the sandbox prelude: ${String(err)}\n`),
+    );
+  }
+
+  private send(runner: RunnerProcess, msg: HostToWorker): void {
+    const child = runner.child;
+    if (!child || !child.connected) return;
+    try {
+      child.send(msg);
+    } catch {
+      /* the exit handler fails the pending work */
+    }
+  }
+
+  private onExit(runner: RunnerProcess, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (runner.child !== child) return;
+    runner.child = undefined;
+    // Work arriving from now on waits for the replacement child.
+    if (!this.closed) resetReady(runner);
+    const reason: InvocationError = runner.killReason ?? {
+      name: "RunnerCrashedError",
+      code: "RUNNER_CRASHED",
+      message: `the runner process exited unexpectedly (${signal ? `signal ${signal}` : `exit code ${code}`}); the invocation was aborted`,
+    };
+    for (const [id, pending] of runner.pending) {
+      runner.pending.delete(id);
+      if (pending.kind === "invoke") {
+        const error: InvocationError = pending.overran
+          ? { name: "TimeoutError", code: "TIMEOUT", message: `the invocation did not stop within ${pending.msg.timeoutMs} ms; its runner process was killed and replaced` }
+          : reason;
+        this.finishInvoke(pending, null, error);
+      } else {
+        pending.resolve({ ok: false, error: reason, logs: [] });
+      }
+    }
+    if (this.closed) return;
+    runner.restarts++;
+    const now = Date.now();
+    runner.recentCrashes = runner.recentCrashes.filter((t) => now - t < 10_000);
+    runner.recentCrashes.push(now);
+    // A crash loop backs off instead of spinning.
+    const delay = runner.recentCrashes.length > 5 ? 1000 : 0;
+    setTimeout(() => {
+      if (!this.closed) {
+        this.spawn(runner);
+        this.drain(runner);
+      }
+    }, delay).unref();
+  }
+
+  private kill(runner: RunnerProcess, reason: InvocationError): void {
+    if (!runner.child) return;
+    runner.killReason ??= reason;
+    runner.child.kill("SIGKILL");
+  }
+
+  private checkHeartbeats(): void {
+    const now = Date.now();
+    for (const runner of this.runners) {
+      if (!runner.child || !runner.child.connected) continue;
+      if (now - runner.lastPong > this.opts.heartbeatTimeoutMs) {
+        this.kill(runner, {
+          name: "RunnerUnresponsiveError",
+          code: "RUNNER_UNRESPONSIVE",
+          message: `the runner process stopped answering for ${this.opts.heartbeatTimeoutMs} ms and was replaced; the invocation was aborted`,
+        });
+      } else this.send(runner, { type: "ping", seq: now });
+    }
+  }
+
+  private onMessage(runner: RunnerProcess, msg: WorkerToHost): void {
+    runner.lastPong = Date.now();
+    if (msg.type === "pong" || msg.type === "ready") return;
+    const pending = runner.pending.get(msg.id);
+    if (!pending) return;
+    switch (msg.type) {
+      case "logs":
+        if (pending.kind !== "invoke") return;
+        for (const line of msg.lines) {
+          pending.logs.push(line);
+          safeCall(() => pending.callbacks.onLog?.(line));
+        }
+        return;
+      case "respond":
+        if (pending.kind !== "invoke" || pending.response) return;
+        pending.response = msg.response;
+        safeCall(() => pending.callbacks.onRespond?.(msg.response));
+        return;
+      case "need-bundle":
+        if (pending.kind !== "invoke") return;
+        runner.knownBundles.add(pending.msg.bundleKey);
+        this.send(runner, { ...pending.msg, bundle: pending.inv.bundle });
+        return;
+      case "result":
+        if (pending.kind !== "invoke") return;
+        runner.pending.delete(msg.id);
+        this.finishInvoke(pending, msg.outcome, undefined);
+        this.drain(runner);
+        return;
+      case "described":
+        if (pending.kind !== "describe") return;
+        runner.pending.delete(msg.id);
+        pending.resolve(msg.result);
+        this.drain(runner);
+        return;
+    }
+  }
+
+  private finishInvoke(pending: PendingInvoke, outcome: WorkerOutcome | null, error: InvocationError | undefined): void {
+    clearTimeout(pending.hardTimer);
+    const logs = pending.logs;
+    const dropped = outcome?.droppedLogLines ?? 0;
+    if (dropped > 0) {
+      const line: LogLine = {
+        ts: Date.now(),
+        level: "system",
+        message: `[log output truncated: ${dropped} more console line(s) dropped; the limit is ${this.limits.maxLogLines} lines and ${this.limits.maxLogBytes} bytes per invocation]`,
+      };
+      logs.push(line);
+      safeCall(() => pending.callbacks.onLog?.(line));
+    }
+    const snapshot = pending.inv.db ?? {};
+    const result: InvocationOutcome = {
+      ok: outcome?.ok === true && !error,
+      emits: outcome?.emits ?? [],
+      logs,
+      db: outcome?.dbChanged && outcome.db ? outcome.db : snapshot,
+      dbChanged: outcome?.dbChanged === true,
+      cpuMs: outcome?.cpuMs ?? 0,
+      wallMs: outcome?.wallMs ?? Date.now() - pending.started,
+      warm: outcome?.warm ?? false,
+    };
+    const err = error ?? outcome?.error;
+    if (err) result.error = err;
+    if (pending.response) result.response = pending.response;
+    if (outcome?.returnValue !== undefined) result.returnValue = outcome.returnValue;
+    if (outcome?.exports) result.exports = outcome.exports;
+    if (outcome?.exited) result.exited = outcome.exited;
+    pending.resolve(result);
+  }
+
+  private runnerFor(inv: Invocation): RunnerProcess {
+    return this.runners[fnv1a(`${inv.ownerId}\u0000${inv.sourceId}`) % this.runners.length]!;
+  }
+
+  /** Waits for a free invocation slot on `runner` and a started child. */
+  private async acquire(runner: RunnerProcess): Promise<void> {
+    for (;;) {
+      if (this.closed) throw new RuntimeClosedError("the runtime is closed");
+      await runner.ready;
+      if (runner.child?.connected && runner.inFlight < this.opts.maxConcurrentPerWorker) return;
+      await new Promise<void>((resolve) => runner.waiting.push(resolve));
+    }
+  }
+
+  private drain(runner: RunnerProcess): void {
+    while (runner.waiting.length > 0 && runner.inFlight < this.opts.maxConcurrentPerWorker) runner.waiting.shift()!();
+  }
+
+  /** Runs one invocation of a component for a source. Never rejects for component failures. */
+  async invoke(inv: Invocation, callbacks: InvocationCallbacks = {}): Promise<InvocationOutcome> {
+    validateInvocation(inv);
+    const timeoutMs = inv.limits?.timeoutMs ?? this.limits.timeoutMs;
+    const memoryMb = Math.max(8, inv.limits?.memoryMb ?? this.limits.memoryMb);
+    const { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes } = this.limits;
+    let payload: string;
+    try {
+      payload = JSON.stringify({
+        method: inv.method,
+        props: inv.props ?? {},
+        event: inv.event,
+        db: inv.db ?? {},
+        http: inv.http,
+        steps: inv.steps,
+        limits: { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes },
+      });
+    } catch (err) {
+      throw new InvalidInvocationError(`invocation props, event or db are not JSON-serializable: ${(err as Error).message}`);
+    }
+    const runner = this.runnerFor(inv);
+    await this.acquire(runner);
+    const id = this.nextId++;
+    const bundleKey = inv.bundleHash ?? inv.codeHash;
+    const known = runner.knownBundles.has(bundleKey);
+    if (!known) {
+      runner.knownBundles.add(bundleKey);
+      if (runner.knownBundles.size > 256) runner.knownBundles.delete(runner.knownBundles.values().next().value as string);
+    }
+    const msg: InvokeRequest = {
+      type: "invoke",
+      id,
+      ownerId: inv.ownerId,
+      sourceId: inv.sourceId,
+      bundleKey,
+      method: inv.method,
+      payload,
+      timeoutMs,
+      memoryMb,
+    };
+    return new Promise<InvocationOutcome>((resolve) => {
+      const pending: PendingInvoke = {
+        kind: "invoke",
+        msg,
+        inv,
+        callbacks,
+        logs: [],
+        response: undefined,
+        resolve,
+        hardTimer: undefined,
+        overran: false,
+        started: Date.now(),
+      };
+      // The child enforces the timeout; this is the backstop for a child that cannot.
+      pending.hardTimer = setTimeout(() => {
+        pending.overran = true;
+        this.kill(runner, {
+          name: "RunnerRestartedError",
+          code: "RUNNER_CRASHED",
+          message: "the runner process was restarted because another invocation would not stop; this invocation was aborted",
+        });
+      }, timeoutMs + this.opts.hardKillGraceMs);
+      pending.hardTimer.unref();
+      runner.pending.set(id, pending);
+      this.send(runner, known ? msg : { ...msg, bundle: inv.bundle });
+    });
+  }
+
+  /** Loads a bundle in a fresh, throwaway isolate and describes the exported component. */
+  async describe(bundle: string): Promise<DescribeResult> {
+    const runner = this.runners[this.describeCursor++ % this.runners.length]!;
+    await this.acquire(runner);
+    const id = this.nextId++;
+    return new Promise<DescribeResult>((resolve) => {
+      runner.pending.set(id, { kind: "describe", resolve, started: Date.now() });
+      this.send(runner, { type: "describe", id, bundle, timeoutMs: this.opts.loadTimeoutMs, memoryMb: this.limits.memoryMb });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    await Promise.all(
+      this.runners.map(async (runner) => {
+        for (const resolve of runner.waiting.splice(0)) resolve();
+        const child = runner.child;
+        if (!child) return;
+        runner.killReason = { name: "RuntimeClosedError", code: "RUNTIME_CLOSED", message: "the runtime was closed; the invocation was aborted" };
+        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+        this.send(runner, { type: "shutdown" });
+        const timer = setTimeout(() => child.kill("SIGKILL"), 2000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+  }
+}
+
+function resetReady(runner: RunnerProcess): void {
+  runner.ready = new Promise<void>((resolve) => (runner.markReady = resolve));
+}
+
+function safeCall(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    /* a throwing callback must not break the runtime */
+  }
+}
+
+function validateInvocation(inv: Invocation): void {
+  const problems: string[] = [];
+  for (const key of ["invocationId", "ownerId", "sourceId", "codeHash", "bundle"] as const) {
+    if (typeof inv[key] !== "string" || inv[key].length === 0) problems.push(`${key} must be a non-empty string`);
+  }
+  if (!VALID_METHODS.has(inv.method)) problems.push(`method must be run, deploy, activate or deactivate`);
+  if (inv.limits?.timeoutMs !== undefined && !(Number.isInteger(inv.limits.timeoutMs) && inv.limits.timeoutMs > 0)) problems.push("limits.timeoutMs must be a positive integer");
+  if (inv.limits?.memoryMb !== undefined && !(Number.isInteger(inv.limits.memoryMb) && inv.limits.memoryMb >= 8)) problems.push("limits.memoryMb must be an integer >= 8");
+  if (problems.length) throw new InvalidInvocationError(`invalid invocation: ${problems.join("; ")}`);
+}

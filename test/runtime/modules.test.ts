@@ -1,0 +1,164 @@
+// Modules inside the sandbox: the Node built-in subset (checked against Node's own answers),
+// the @pipedream/platform equivalent, axios and fetch over the host HTTP bridge and its guard.
+import { expect } from "chai";
+import crypto from "node:crypto";
+import querystring from "node:querystring";
+import util from "node:util";
+import type { Runtime } from "../../src/runtime/index.js";
+import { invocation, prepareCode, prepareFixture, startRuntime, startServer, type TestServer } from "./support.js";
+
+describe("runtime: modules in the sandbox", function () {
+  this.timeout(30_000);
+  let runtime: Runtime;
+  let guarded: Runtime;
+  let server: TestServer;
+  before(async () => {
+    runtime = await startRuntime({ allowPrivateNetworks: true });
+    guarded = await startRuntime({ workers: 1, allowPrivateNetworks: false });
+    server = await startServer((req, res, body) => {
+      if (req.url?.startsWith("/items")) {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ items: [{ id: 1, title: "one" }, { id: 2, title: "two" }], query: req.url }));
+      } else if (req.url === "/echo") {
+        res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ method: req.method, body: JSON.parse(body || "null"), type: req.headers["content-type"] }));
+      } else if (req.url === "/missing") {
+        res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "nope" }));
+      } else if (req.url === "/big") {
+        res.writeHead(200).end("x".repeat(64 * 1024));
+      } else if (req.url === "/slow") {
+        setTimeout(() => res.writeHead(200).end("late"), 3000);
+      } else res.writeHead(200, { "content-type": "text/plain" }).end("plain text");
+    });
+  });
+  after(async () => {
+    await server.close();
+    await runtime.close();
+    await guarded.close();
+  });
+
+  it("provides crypto, Buffer, url, querystring, util, events, timers with Node's results", async () => {
+    const prepared = await prepareFixture(runtime, "valid/builtins.source.mjs");
+    const outcome = await runtime.invoke(invocation(prepared));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    const e = outcome.emits[0]!.event as Record<string, unknown>;
+    const u = new URL("https://user:pw@example.com:8443/a/b?x=1&y=two#frag");
+    u.searchParams.append("z", "3 4");
+    expect(e).to.deep.include({
+      sha256: crypto.createHash("sha256").update("abc").digest("hex"),
+      md5: crypto.createHash("md5").update("abc").digest("base64"),
+      hmac: crypto.createHmac("sha256", "key").update("The quick brown fox jumps over the lazy dog").digest("hex"),
+      base64: Buffer.from("héllo").toString("base64"),
+      hexBack: "hello",
+      webUrl: "https://example.org/rel?q=1",
+      params: new URLSearchParams({ a: "1", b: "x y" }).toString(),
+      qs: querystring.stringify({ a: [1, 2], b: "c d" }),
+      formatted: util.format("%s has %d items: %j", "list", 3, { a: 1 }),
+      heard: 42,
+      text: "ünïcode",
+      atob: "plain",
+    });
+    expect(e["parsed"]).to.deep.equal({ a: ["1", "2"], b: "c d" });
+    expect(e["url"]).to.deep.equal({ host: u.host, port: u.port, pathname: u.pathname, search: u.search, hash: u.hash, href: u.href });
+    expect(e["uuid"]).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it("serves @pipedream/platform axios: data by default, the full response on request", async () => {
+    const prepared = await prepareFixture(runtime, "valid/platform-axios.source.mjs");
+    const outcome = await runtime.invoke(invocation(prepared, { props: { baseUrl: server.url } }));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits).to.deep.equal([
+      { event: { id: 1, title: "one" }, meta: { id: 1, summary: "one" } },
+      { event: { id: 2, title: "two" }, meta: { id: 2, summary: "two" } },
+      { event: { status: 201, echoed: { method: "POST", body: { hello: "world" }, type: "application/json" }, interval: 900 }, meta: { name: "meta" } },
+    ]);
+    expect(server.requests.some((r) => r.url === "/items?page=1")).to.equal(true);
+    const bad = await runtime.invoke(invocation(prepared, { props: { baseUrl: "ftp://x" } }));
+    expect(bad.error).to.include({ name: "ConfigurationError", message: "baseUrl must be an http(s) URL" });
+  });
+
+  it("serves axios, fetch and node-fetch through the host bridge, with axios error semantics", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      `import axios from "axios";
+       import nodeFetch from "node-fetch@2";
+       export default { name: "clients", version: "1", props: { base: "string" }, async run() {
+         const client = axios.create({ baseURL: this.base, headers: { "x-client": "hw" } });
+         const got = await client.get("/items", { params: { q: "a b" } });
+         let notFound;
+         try { await axios.get(this.base + "/missing"); } catch (e) { notFound = { isAxiosError: axios.isAxiosError(e), status: e.response.status, data: e.response.data, message: e.message }; }
+         const res = await fetch(this.base + "/echo", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ f: 1 }) });
+         const text = await (await nodeFetch(this.base + "/other")).text();
+         this.$emit({ items: got.data.items.length, query: got.data.query, notFound, fetched: { status: res.status, ok: res.ok, json: await res.json() }, text });
+       } };`,
+    );
+    const outcome = await runtime.invoke(invocation(prepared, { props: { base: server.url } }));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits[0]!.event).to.deep.equal({
+      items: 2,
+      query: "/items?q=a+b",
+      notFound: { isAxiosError: true, status: 404, data: { error: "nope" }, message: "Request failed with status code 404" },
+      fetched: { status: 201, ok: true, json: { method: "POST", body: { f: 1 }, type: "application/json" } },
+      text: "plain text",
+    });
+    expect(server.requests.find((r) => r.url.startsWith("/items?q="))?.headers["x-client"]).to.equal("hw");
+  });
+
+  it("refuses private addresses from component code unless the operator allows them", async () => {
+    const prepared = await prepareCode(
+      guarded,
+      `import axios from "axios";
+       export default { name: "ssrf", version: "1", props: { targets: "string[]" }, async run() {
+         const out = [];
+         for (const t of this.targets) { try { await axios.get(t); out.push("reached " + t); } catch (e) { out.push(e.code + ": " + e.message); } }
+         this.$emit(out);
+       } };`,
+    );
+    const before = server.requests.length;
+    const outcome = await guarded.invoke(
+      invocation(prepared, { props: { targets: [server.url + "/items", "http://169.254.169.254/latest/meta-data/", "http://[::1]:9/", "http://10.0.0.1/"] } }),
+    );
+    const lines = outcome.emits[0]!.event as string[];
+    expect(lines).to.have.length(4);
+    for (const line of lines) expect(line).to.match(/^ERR_NETWORK: refusing to connect to /);
+    expect(lines[1]).to.match(/169\.254\.169\.254/);
+    expect(server.requests.length).to.equal(before);
+  });
+
+  it("applies response size limits and timeouts to component HTTP", async () => {
+    const limited = await startRuntime({ workers: 1, allowPrivateNetworks: true, limits: { httpMaxResponseBytes: 1024, httpTimeoutMs: 500 } });
+    try {
+      const prepared = await prepareCode(
+        limited,
+        `import axios from "axios";
+         export default { name: "limits", version: "1", props: { base: "string" }, async run() {
+           const out = {};
+           for (const p of ["/big", "/slow"]) { try { await axios.get(this.base + p); out[p] = "ok"; } catch (e) { out[p] = e.code + ": " + e.message; } }
+           this.$emit(out);
+         } };`,
+      );
+      const outcome = await limited.invoke(invocation(prepared, { props: { base: server.url } }));
+      expect(outcome.emits[0]!.event).to.deep.equal({
+        "/big": "ERR_NETWORK: response from 127.0.0.1:" + new URL(server.url).port + " is larger than 1024 bytes",
+        "/slow": "ECONNABORTED: request to 127.0.0.1:" + new URL(server.url).port + " timed out after 500 ms",
+      });
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("supports dynamic require of provided built-ins and explains the others", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      `module.exports = { name: "dyn", version: "1", async run() {
+         const name = ["cry", "pto"].join("");
+         const out = { hash: require(name).createHash("sha1").update("x").digest("hex") };
+         try { require(["f", "s"].join("")); } catch (e) { out.fs = e.message; }
+         this.$emit(out);
+       } };`,
+    );
+    const outcome = await runtime.invoke(invocation(prepared));
+    expect(outcome.emits[0]!.event).to.deep.equal({
+      hash: crypto.createHash("sha1").update("x").digest("hex"),
+      fs: 'require("fs"): this module is not available in the sandbox (only modules imported by name in the code are bundled)',
+    });
+  });
+});

@@ -14,6 +14,29 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly freeDailyInvocations: number;
   readonly freeDailyComputeMs: number;
+  /** `embedded` or `kafka://host:port[,host:port…]`. */
+  readonly bus: string;
+  /** Names this node's reply topic; stable across restarts (kept in the data directory when not set). */
+  readonly nodeId: string | undefined;
+  readonly roles: readonly Role[];
+  readonly secretKey: string | undefined;
+  readonly timerMinSeconds: number;
+  readonly runnerConcurrency: number;
+  readonly endpointMaxBodyBytes: number;
+  readonly endpointRatePerSecond: number;
+  readonly endpointBurst: number;
+  readonly sseHeartbeatMs: number;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+export const ROLES = ["api", "runner", "dispatcher", "scheduler", "projector"] as const;
+export type Role = (typeof ROLES)[number];
+
+export function parseRoles(text: string): Role[] {
+  const roles = text.split(",").map((r) => r.trim()).filter((r) => r !== "");
+  const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
+  if (unknown.length > 0 || roles.length === 0) throw new Error(`roles must be a comma-separated subset of ${ROLES.join(",")}`);
+  return roles as Role[];
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -38,5 +61,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: integer(env, "HEADWATER_MAX_BODY_BYTES", 1024 * 1024, 1024),
     freeDailyInvocations: integer(env, "HEADWATER_FREE_DAILY_INVOCATIONS", 10_000),
     freeDailyComputeMs: integer(env, "HEADWATER_FREE_DAILY_COMPUTE_MS", 30 * 60 * 1000),
+    bus: env.HEADWATER_BUS || "embedded",
+    nodeId: env.HEADWATER_NODE_ID || undefined,
+    roles: parseRoles(env.HEADWATER_ROLES || ROLES.join(",")),
+    secretKey: env.HEADWATER_SECRET_KEY || undefined,
+    timerMinSeconds: integer(env, "HEADWATER_TIMER_MIN_INTERVAL_SECONDS", 60, 1),
+    runnerConcurrency: integer(env, "HEADWATER_RUNNER_CONCURRENCY", 16, 1),
+    endpointMaxBodyBytes: integer(env, "HEADWATER_ENDPOINT_MAX_BODY_BYTES", 512 * 1024, 1024),
+    endpointRatePerSecond: integer(env, "HEADWATER_ENDPOINT_RATE_PER_SECOND", 50, 1),
+    endpointBurst: integer(env, "HEADWATER_ENDPOINT_BURST", 200, 1),
+    sseHeartbeatMs: integer(env, "HEADWATER_SSE_HEARTBEAT_MS", 15_000, 100),
+    env,
   };
 }

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
+import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { openEventStore } from "./store/open.js";
 import type { EventStore } from "./store/eventStore.js";
@@ -9,13 +10,29 @@ import { Projector } from "./projector/projector.js";
 import { allProjections } from "../projections/index.js";
 import { AccountsReadModel } from "./readModels/accounts.js";
 import { UsageReadModel } from "./readModels/usage.js";
+import { SourcesReadModel } from "./readModels/sources.js";
 import { createUserAccount } from "./accounts/accounts.js";
 import { CommandRejected } from "../commands/decider.js";
 import { systemClock, type Clock } from "./ids.js";
 import { createApp } from "./api/app.js";
+import { SseHub } from "./api/sse.js";
 import type { Services } from "./api/services.js";
 import type { Config } from "./config.js";
 import { writePidFile, removePidFile } from "./dataDir.js";
+import { openBus } from "./bus/open.js";
+import { openReplyChannel } from "./bus/reply.js";
+import { IsolatedRuntime } from "./runner/componentRuntime.js";
+import { runtimeOptionsFromEnv, DEFAULT_LIMITS } from "./runtime/index.js";
+import { ComponentCache } from "./runner/components.js";
+import { SourceRunner } from "./runner/sourceRunner.js";
+import { INVOCATION_PARTITIONS, INVOCATIONS_TOPIC, InvocationQueue, startRunner } from "./runner/invocations.js";
+import { ComponentCatalog } from "./components/catalog.js";
+import { publishRegistry } from "./components/registry.js";
+import { SourceLifecycle } from "./sources/lifecycle.js";
+import { QuotaGuard } from "./sources/quota.js";
+import { TimerScheduler } from "./scheduler/timers.js";
+import { loadSealer } from "./secrets/sealer.js";
+import { outboundRequest } from "./net/outbound.js";
 
 export interface RunningNode {
   readonly url: string;
@@ -43,52 +60,125 @@ async function bootstrap(store: EventStore, config: Config, clock: Clock): Promi
   }
 }
 
+/** A node's id names its reply topic; kept in the data directory so restarts reuse it. */
+function nodeIdOf(config: Config): string {
+  if (config.nodeId) return config.nodeId;
+  const file = path.join(config.dataDir, "node-id");
+  try {
+    return fs.readFileSync(file, "utf8").trim();
+  } catch {
+    const id = `node-${randomBytes(6).toString("hex")}`;
+    fs.writeFileSync(file, id);
+    return id;
+  }
+}
+
 export async function startNode(config: Config, clock: Clock = systemClock): Promise<RunningNode> {
   fs.mkdirSync(config.dataDir, { recursive: true });
+  const roles = new Set(config.roles);
+  const closers: (() => Promise<void> | void)[] = [];
   const store = await openEventStore(config.eventStore);
+  closers.push(() => store.close());
   const db = openReadModels(readModelsFile(config));
+  closers.push(() => { db.close(); });
   const projector = new Projector(store, db, allProjections);
   projector.start();
+  closers.push(() => projector.stop());
   await projector.catchUp(10 * 60_000);
   const bootstrapKey = await bootstrap(store, config, clock);
 
+  const sealer = loadSealer(config.secretKey, config.dataDir);
+  const runtimeOptions = runtimeOptionsFromEnv(config.env, path.join(config.dataDir, "cache"));
+  const runtime = new IsolatedRuntime(runtimeOptions);
+  closers.push(() => runtime.close());
+  const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeIdOf(config)}` });
+  closers.push(() => bus.close());
+  await bus.ensureTopics([{ name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS }]);
+  const replies = await openReplyChannel({ bus, nodeId: nodeIdOf(config) });
+  closers.push(() => replies.close());
+
   let publicUrl = config.publicUrl ?? "";
+  const endpointUrl = (endpointId: string) => `${publicUrl}/e/${endpointId}`;
+  const accounts = new AccountsReadModel(db);
+  const usage = new UsageReadModel(db);
+  const sources = new SourcesReadModel(db);
+  const components = new ComponentCache(sources);
+  const runner = new SourceRunner(store, runtime, sealer, clock);
+  const catalog = new ComponentCatalog({
+    store, runtime, sources, components, clock,
+    fetchCode: async (url) => {
+      const response = await outboundRequest(
+        { url, timeoutMs: 10_000, maxResponseBytes: 1024 * 1024 },
+        { allowPrivateNetworks: runtimeOptions.allowPrivateNetworks ?? false },
+      );
+      if (response.status < 200 || response.status >= 300) {
+        throw new CommandRejected("component_url_unreachable", `component_url answered HTTP ${response.status}`, 400);
+      }
+      return response.body.toString("utf8");
+    },
+  });
+  const quota = new QuotaGuard(accounts, usage, config, clock);
+  const invocations = new InvocationQueue(bus, replies);
+  const lifecycle = new SourceLifecycle({
+    store, sources, components, runner, sealer, clock, rules: { minTimerSeconds: config.timerMinSeconds }, endpointUrl,
+  });
   const services: Services = {
-    config,
-    store,
-    projector,
-    db,
-    accounts: new AccountsReadModel(db),
-    usage: new UsageReadModel(db),
-    clock,
+    config, store, projector, db, accounts, usage, clock, sources, components, catalog, lifecycle, quota, invocations,
+    runWaitMs: (runtimeOptions.timeoutMs ?? DEFAULT_LIMITS.timeoutMs) + 15_000,
+    publicUrl: () => publicUrl,
+    endpointUrl,
     async written(write) {
       const result = await write;
       if (result.position !== undefined) await projector.waitFor(result.position);
       return result;
     },
   };
-  const app = createApp(services, { version: VERSION, publicUrl: () => publicUrl });
-  const server = http.createServer(app.callback());
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
-  if (!config.publicUrl) publicUrl = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+
+  await publishRegistry(catalog, projector);
+
+  let server: http.Server | undefined;
+  if (roles.has("api")) {
+    const hub = new SseHub(services, config.sseHeartbeatMs);
+    closers.push(() => hub.close());
+    const app = createApp(services, hub, { version: VERSION, publicUrl: () => publicUrl });
+    const listening = http.createServer(app.callback());
+    server = listening;
+    await new Promise<void>((resolve, reject) => {
+      listening.once("error", reject);
+      listening.listen(config.port, config.host, () => resolve());
+    });
+    const address = listening.address() as AddressInfo;
+    const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+    if (!config.publicUrl) publicUrl = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+  }
+
+  // Runs start once the public URL (endpoint URLs) is known.
+  if (roles.has("runner")) {
+    const consumer = await startRunner({
+      bus, projector, sources, components, runner, endpointUrl, concurrency: config.runnerConcurrency,
+    });
+    closers.push(() => consumer.stop());
+  }
+  if (roles.has("scheduler")) {
+    const scheduler = new TimerScheduler({ store, sources, components, invocations, projector, quota, clock });
+    scheduler.start();
+    closers.push(() => scheduler.stop());
+  }
+
   writePidFile(config.dataDir);
 
   return {
     url: publicUrl,
     bootstrapKey,
     async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      await projector.stop();
-      db.close();
-      await store.close();
+      if (server) {
+        const closing = server;
+        await new Promise<void>((resolve) => {
+          closing.close(() => resolve());
+          closing.closeAllConnections();
+        });
+      }
+      for (const close of closers.reverse()) await close();
       removePidFile(config.dataDir);
     },
   };

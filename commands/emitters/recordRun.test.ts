@@ -35,9 +35,24 @@ describe("commands/emitters/recordRun", () => {
     expect(d.events[0].data).to.deep.include({ db: { cursor: 5 }, lastEventId: "10-3" });
   });
 
-  it("a run whose emits were all duplicates and that changed nothing writes nothing", () => {
+  it("a run whose emits were all duplicates still records its invocation (on the db stream)", () => {
     const state = { ...emptyRuntimeState, dedupe: { unique: ["x"] } };
-    expect(recordRun(run({ strategy: "unique", emits: [{ event: 1, meta: { id: "x" } }] }), state).kind).to.equal("nothing");
+    const d = recordRun(run({ strategy: "unique", emits: [{ event: 1, meta: { id: "x" } }] }), state);
+    expect(d.kind).to.equal("db");
+    if (d.kind !== "db") return;
+    expect(d.events[0].data.recentInvocations).to.deep.equal(["inv_1"]);
+  });
+
+  it("errors are appended after deduplicated emits and are never deduplicated", () => {
+    const state = { ...emptyRuntimeState, dedupe: { unique: ["x"] } };
+    const d = recordRun(run({
+      strategy: "unique",
+      emits: [{ event: 1, meta: { id: "x" } }],
+      unconditional: [{ event: { error: "boom" }, meta: { name: "$errors" } }],
+    }), state);
+    if (d.kind !== "emits") throw new Error(d.kind);
+    expect(d.emitted.map((e) => e.data.channel)).to.deep.equal(["$errors"]);
+    expect(d.events[d.events.length - 1]!.data).to.deep.include({ dedupe: { unique: ["x"] } });
   });
 
   it("ids continue after the last one even when the clock is behind", () => {

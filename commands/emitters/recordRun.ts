@@ -18,7 +18,6 @@ export interface RecordRun {
 
 export type RunDecision =
   | { readonly kind: "duplicate" }
-  | { readonly kind: "nothing"; readonly warnings: string[] }
   | { readonly kind: "db"; readonly events: [RunRecorded]; readonly warnings: string[] }
   | { readonly kind: "emits"; readonly events: [...EventEmitted[], RunRecorded]; readonly emitted: EventEmitted[]; readonly warnings: string[] };
 
@@ -35,7 +34,6 @@ export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDe
   const deduped = applyDedupe(command.strategy, state.dedupe, ordered);
   const { state: dedupe, warnings } = deduped;
   const kept = [...deduped.kept, ...(command.unconditional ?? [])];
-  if (kept.length === 0 && !command.dbChanged) return { kind: "nothing", warnings };
 
   const ids = nextEventIds(state.lastEventId ? parseEventId(state.lastEventId) : undefined, command.nowMs, kept.length);
   const emitted: EventEmitted[] = kept.map((emit, i) => ({

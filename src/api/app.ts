@@ -9,14 +9,22 @@ import type { Services } from "./services.js";
 import { userRoutes } from "./resources/users.js";
 import { apiKeyRoutes } from "./resources/apiKeys.js";
 import { orgRoutes } from "./resources/orgs.js";
+import { componentRoutes } from "./resources/components.js";
+import { sourceRoutes } from "./resources/sources.js";
+import { eventRoutes } from "./resources/events.js";
+import { sseRoutes, type SseHub } from "./sse.js";
+import { sourceEndpoints } from "./endpoints.js";
 
-export function apiRoutes(services: Services): Route[] {
-  return [...userRoutes(services), ...apiKeyRoutes(services), ...orgRoutes(services)];
+export function apiRoutes(services: Services, hub: SseHub): Route[] {
+  return [
+    ...userRoutes(services), ...apiKeyRoutes(services), ...orgRoutes(services), ...componentRoutes(services),
+    ...sourceRoutes(services), ...eventRoutes(services), ...sseRoutes(services, hub),
+  ];
 }
 
-/** The whole HTTP API, read top to bottom: errors, auth, body, routes. */
-export function createApp(services: Services, options: { version: string; publicUrl: () => string }): Koa {
-  const routes = apiRoutes(services);
+/** The whole HTTP API, read top to bottom: errors, source endpoints (no key), auth, body, routes. */
+export function createApp(services: Services, hub: SseHub, options: { version: string; publicUrl: () => string }): Koa {
+  const routes = apiRoutes(services, hub);
   const openapi: Route = {
     method: "GET",
     path: "/openapi.json",
@@ -34,6 +42,11 @@ export function createApp(services: Services, options: { version: string; public
   const router = new Router();
   mountRoutes(router, allRoutes);
   app.use(errorBodies);
+  app.use(sourceEndpoints(services, {
+    maxBodyBytes: services.config.endpointMaxBodyBytes,
+    ratePerSecond: services.config.endpointRatePerSecond,
+    burst: services.config.endpointBurst,
+  }));
   app.use(
     bearerAuth({
       accounts: services.accounts,

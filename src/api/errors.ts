@@ -1,5 +1,7 @@
 import type { Context, Next } from "koa";
 import { CommandRejected } from "../../commands/decider.js";
+import { ComponentValidationError } from "../runtime/errors.js";
+import { OutboundError } from "../net/outbound.js";
 
 export interface ErrorDetail {
   readonly path: string;
@@ -44,6 +46,13 @@ export async function errorBodies(ctx: Context, next: Next): Promise<void> {
 function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof CommandRejected) return new ApiError(error.status, error.code, error.message);
+  if (error instanceof ComponentValidationError) {
+    const details = error.problems.map((p) => ({ path: `component.${p.path}`, message: p.message }));
+    return new ApiError(400, "invalid_component", `the component has ${details.length} problem(s): ${details[0]?.path} ${details[0]?.message}`, details);
+  }
+  if (error instanceof OutboundError) {
+    return new ApiError(400, "component_url_unreachable", `component_url could not be fetched: ${error.message}`);
+  }
   const status = (error as { status?: unknown; expose?: unknown }).status;
   // koa/http-errors from the router (405) and raw-body (413, 400) carry a safe status and message.
   if (typeof status === "number" && status >= 400 && status < 500) {

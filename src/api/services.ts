@@ -9,6 +9,8 @@ import type { SourcesReadModel } from "../readModels/sources.js";
 import type { ComponentCatalog } from "../components/catalog.js";
 import type { ComponentCache } from "../runner/components.js";
 import type { SourceLifecycle } from "../sources/lifecycle.js";
+import type { QuotaGuard } from "../sources/quota.js";
+import type { InvocationQueue } from "../runner/invocations.js";
 
 /** What route handlers may use; built once per node in src/node.ts. */
 export interface Services {
@@ -23,6 +25,10 @@ export interface Services {
   readonly components: ComponentCache;
   readonly catalog: ComponentCatalog;
   readonly lifecycle: SourceLifecycle;
+  readonly quota: QuotaGuard;
+  readonly invocations: InvocationQueue;
+  /** How long a request waits for a run's answer (the run timeout plus slack). */
+  readonly runWaitMs: number;
   /** Base URL of this node's public address, without /v1. */
   publicUrl(): string;
   endpointUrl(endpointId: string): string;

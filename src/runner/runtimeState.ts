@@ -61,7 +61,7 @@ export async function recordRunOutcome(store: EventStore, command: RecordRun): P
   for (let attempt = 0; ; attempt++) {
     const loaded = await loadRuntimeState(store, command.emitterId);
     const decision = recordRun(command, loaded.state);
-    if (decision.kind === "duplicate" || decision.kind === "nothing") return { decision, position: undefined, emitted: [] };
+    if (decision.kind === "duplicate") return { decision, position: undefined, emitted: [] };
     const [stream, revision] =
       decision.kind === "emits"
         ? [emitterStream(command.emitterId), loaded.emitterRevision]

@@ -193,14 +193,16 @@ class Lazy<T extends { connect(): Promise<void> }> {
 }
 
 class KafkaConsumer {
-  private readonly consumer: kafkajs.Consumer;
+  /** The current kafkajs consumer; replaced when kafkajs gives one up. */
+  private consumer: kafkajs.Consumer;
+  private joinedOnce = false;
   private readonly stopped = new Interrupter();
   private readonly abandoned = new Interrupter();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly heartbeatIntervalMs: number;
 
   constructor(
-    kafka: kafkajs.Kafka,
+    private readonly kafka: kafkajs.Kafka,
     private readonly bus: KafkaBusOptions,
     private readonly options: ConsumeOptions,
     /** Offsets to start from on the first join, by partitionKey (see endsOfUncommitted). */
@@ -208,55 +210,38 @@ class KafkaConsumer {
     private readonly log: BusLog,
   ) {
     this.heartbeatIntervalMs = bus.heartbeatIntervalMs ?? 1000;
-    this.consumer = kafka.consumer({
-      groupId: options.groupId,
-      sessionTimeout: bus.sessionTimeoutMs ?? 10_000,
-      heartbeatInterval: this.heartbeatIntervalMs,
-      maxWaitTimeInMs: bus.maxWaitTimeMs ?? 1000,
-      allowAutoTopicCreation: false,
-    });
+    this.consumer = this.newConsumer();
   }
 
   async start(): Promise<void> {
+    const consumer = this.consumer;
     const joined = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new ConsumerJoinError(`group ${this.options.groupId}: no join within ${this.bus.joinTimeoutMs ?? 60_000} ms`)),
         this.bus.joinTimeoutMs ?? 60_000,
       );
-      const offJoin = this.consumer.on(this.consumer.events.GROUP_JOIN, ({ payload }) => {
+      const offJoin = consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
         // Synchronous, so the seek is in place before the first fetch.
         for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
           for (const partition of partitions) {
             const offset = this.startAt.get(partitionKey(topic, partition));
-            if (offset !== undefined) this.consumer.seek({ topic, partition, offset });
+            if (offset !== undefined) consumer.seek({ topic, partition, offset });
           }
         }
         clearTimeout(timer);
         offJoin();
         offCrash();
+        this.joinedOnce = true;
         resolve();
       });
-      const offCrash = this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+      const offCrash = consumer.on(consumer.events.CRASH, ({ payload }) => {
         clearTimeout(timer);
         offJoin();
         offCrash();
         reject(payload.error);
       });
     });
-    this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
-      this.log({
-        level: "error",
-        message: `consumer of group ${payload.groupId} crashed${payload.restart ? ", restarting" : ""}`,
-        error: payload.error,
-      });
-    });
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topics: [...this.options.topics], fromBeginning: this.options.fromBeginning ?? true });
-    await this.consumer.run({
-      autoCommit: false,
-      partitionsConsumedConcurrently: this.options.partitionsConcurrently ?? 1,
-      eachMessage: (payload) => this.eachMessage(payload),
-    });
+    await this.run(consumer);
     await joined;
   }
 
@@ -274,22 +259,69 @@ class KafkaConsumer {
     await this.consumer.disconnect();
   }
 
-  private eachMessage(payload: kafkajs.EachMessagePayload): Promise<void> {
+  private newConsumer(): kafkajs.Consumer {
+    const consumer = this.kafka.consumer({
+      groupId: this.options.groupId,
+      sessionTimeout: this.bus.sessionTimeoutMs ?? 10_000,
+      heartbeatInterval: this.heartbeatIntervalMs,
+      maxWaitTimeInMs: this.bus.maxWaitTimeMs ?? 1000,
+      allowAutoTopicCreation: false,
+    });
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      const replace = !payload.restart && this.joinedOnce && !this.stopped.fired && consumer === this.consumer;
+      this.log({
+        level: "error",
+        message: `consumer of group ${payload.groupId} crashed; ${payload.restart ? "kafkajs restarts it" : replace ? "starting a new one" : "not restarted"}`,
+        error: payload.error,
+      });
+      if (replace) void this.replace();
+    });
+    return consumer;
+  }
+
+  /** kafkajs gives up on non-retriable errors (e.g. this member was evicted): start over. */
+  private async replace(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      if (!(await this.stopped.pause(retryDelay(attempt, defaultRetryPolicy)))) return;
+      const consumer = this.newConsumer();
+      this.consumer = consumer;
+      try {
+        await this.run(consumer);
+        if (this.stopped.fired) await consumer.disconnect();
+        return;
+      } catch (error) {
+        this.log({ level: "error", message: `could not restart the consumer of group ${this.options.groupId}`, error });
+        await consumer.disconnect().catch(() => undefined);
+      }
+    }
+  }
+
+  private async run(consumer: kafkajs.Consumer): Promise<void> {
+    await consumer.connect();
+    await consumer.subscribe({ topics: [...this.options.topics], fromBeginning: this.options.fromBeginning ?? true });
+    await consumer.run({
+      autoCommit: false,
+      partitionsConsumedConcurrently: this.options.partitionsConcurrently ?? 1,
+      eachMessage: (payload) => this.eachMessage(consumer, payload),
+    });
+  }
+
+  private eachMessage(consumer: kafkajs.Consumer, payload: kafkajs.EachMessagePayload): Promise<void> {
     // Records fetched after a stop are left uncommitted for the next owner.
     if (this.stopped.fired) return Promise.resolve();
-    const handled = this.handle(payload);
+    const handled = this.handle(consumer, payload);
     this.inFlight.add(handled);
     return handled.finally(() => this.inFlight.delete(handled));
   }
 
-  private async handle({ topic, partition, message, heartbeat }: kafkajs.EachMessagePayload): Promise<void> {
+  private async handle(consumer: kafkajs.Consumer, { topic, partition, message, heartbeat }: kafkajs.EachMessagePayload): Promise<void> {
     const record = toRecord(topic, partition, message);
     // kafkajs heartbeats only between records: keep the membership alive while a handler runs
     // or waits to retry, and notice a rebalance so a retry streak gives the partition up.
     let rebalance: unknown;
     const beating = setInterval(() => {
       heartbeat().catch((error: unknown) => {
-        rebalance ??= error;
+        if (isRebalance(error)) rebalance ??= error;
       });
     }, this.heartbeatIntervalMs);
     try {
@@ -306,7 +338,7 @@ class KafkaConsumer {
         if (!failed) {
           // A failed commit (e.g. the group rebalanced) goes to kafkajs, which rejoins; the record
           // stays uncommitted and is delivered again.
-          await this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+          await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
           return;
         }
         this.log({
@@ -323,6 +355,13 @@ class KafkaConsumer {
       clearInterval(beating);
     }
   }
+}
+
+const rebalanceErrors = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "NOT_COORDINATOR_FOR_GROUP", "UNKNOWN_MEMBER_ID"]);
+
+/** The group moved on: this member must rejoin, and its partitions may belong to another now. */
+function isRebalance(error: unknown): boolean {
+  return rebalanceErrors.has((error as { type?: string } | undefined)?.type ?? "");
 }
 
 function toRecord(topic: string, partition: number, message: kafkajs.KafkaMessage): BusRecord {

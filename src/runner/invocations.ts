@@ -1,0 +1,125 @@
+import type { Bus, BusConsumer, BusRecord } from "../bus/bus.js";
+import { replyHeaders, type ReplyChannel } from "../bus/reply.js";
+import type { HttpResponse, LogLine } from "../runtime/types.js";
+import type { RunTrigger } from "../../commands/emitters/runLog.js";
+import type { Projector } from "../projector/projector.js";
+import type { SourcesReadModel } from "../readModels/sources.js";
+import type { ComponentCache } from "./components.js";
+import type { SourceRunner } from "./sourceRunner.js";
+
+/** Invocations are keyed by source id, so one source's runs happen one at a time, in order. */
+export const INVOCATIONS_TOPIC = "headwater.invocations";
+export const INVOCATION_PARTITIONS = 16;
+
+/** What the bus carries to a runner. */
+export interface InvocationMessage {
+  readonly invocationId: string;
+  readonly sourceId: string;
+  readonly trigger: Extract<RunTrigger, "http" | "timer" | "manual">;
+  readonly event: unknown;
+  /** Log position the submitting node had projected: the runner's read models wait for it. */
+  readonly minPosition: number;
+  readonly enqueuedMs: number;
+}
+
+/** The answer a runner sends back when the submitter waits (custom HTTP responses, manual runs). */
+export interface InvocationReply {
+  readonly status: "done" | "duplicate" | "gone" | "paused";
+  readonly ok?: boolean;
+  readonly error?: { name: string; message: string; code?: string };
+  readonly response?: HttpResponse;
+  readonly emitted?: { id: string; channel: string }[];
+  readonly logs?: LogLine[];
+  /** Log position after the run's appends, for the submitter's read-your-writes. */
+  readonly position?: number;
+}
+
+export class InvocationQueue {
+  constructor(
+    private readonly bus: Bus,
+    private readonly replies: ReplyChannel,
+  ) {}
+
+  /** Durable once this resolves: the run will happen even if this node dies now. */
+  async submit(message: InvocationMessage): Promise<void> {
+    await this.bus.publish(INVOCATIONS_TOPIC, [{ key: message.sourceId, value: JSON.stringify(message) }]);
+  }
+
+  /** Submits and waits for the runner's answer (which may come from another node). */
+  async submitAndWait(message: InvocationMessage, timeoutMs: number): Promise<InvocationReply> {
+    const reply = await this.replies.request(
+      INVOCATIONS_TOPIC,
+      { key: message.sourceId, value: JSON.stringify(message) },
+      { timeoutMs },
+    );
+    return JSON.parse(reply.value.toString("utf8")) as InvocationReply;
+  }
+}
+
+export interface RunnerConsumerDeps {
+  readonly bus: Bus;
+  readonly projector: Projector;
+  readonly sources: SourcesReadModel;
+  readonly components: ComponentCache;
+  readonly runner: SourceRunner;
+  readonly endpointUrl: (endpointId: string) => string;
+  readonly concurrency: number;
+}
+
+/**
+ * The runner role: consumes invocations, runs them, answers those that carry a reply address.
+ * The offset is committed only after the run's events are appended (at-least-once), and a
+ * redelivered invocation that was already recorded is not run twice.
+ */
+export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer> {
+  return deps.bus.consume({
+    groupId: "headwater.runners",
+    topics: [INVOCATIONS_TOPIC],
+    partitionsConcurrently: deps.concurrency,
+    handler: async (record: BusRecord) => {
+      const message = JSON.parse(record.value.toString("utf8")) as InvocationMessage;
+      const reply = await runInvocation(deps, message);
+      const replyTo = record.headers[replyHeaders.replyTo];
+      const correlationId = record.headers[replyHeaders.correlationId];
+      const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
+      if (replyTo && correlationId && Date.now() <= deadline + 1000) {
+        await deps.bus.publish(replyTo, [
+          { key: correlationId, value: JSON.stringify(reply), headers: { [replyHeaders.correlationId]: correlationId } },
+        ]);
+      }
+    },
+  });
+}
+
+async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessage): Promise<InvocationReply> {
+  await deps.projector.waitFor(message.minPosition);
+  const row = deps.sources.source(message.sourceId);
+  if (!row) return { status: "gone" };
+  // A paused source takes no runs, except one asked for by hand.
+  if (row.active !== 1 && message.trigger !== "manual") return { status: "paused" };
+  const component = deps.components.get(row.component_id);
+  if (!component) return { status: "gone" };
+  const result = await deps.runner.run({
+    source: {
+      id: row.id,
+      creatorId: row.creator_id,
+      storedProps: JSON.parse(row.configured_props) as Record<string, unknown>,
+      endpointUrl: deps.endpointUrl(row.endpoint_id),
+    },
+    component,
+    invocationId: message.invocationId,
+    trigger: message.trigger,
+    event: message.event,
+  });
+  if (result.duplicate) return { status: "duplicate" };
+  const { outcome } = result;
+  return {
+    status: "done",
+    ok: outcome.ok,
+    ...(outcome.error ? { error: { name: outcome.error.name, message: outcome.error.message, code: outcome.error.code } } : {}),
+    ...(result.response ? { response: result.response } : {}),
+    emitted: result.emitted.map((e) => ({ id: e.data.id, channel: e.data.channel })),
+    logs: outcome.logs,
+    ...(result.position !== undefined ? { position: result.position } : {}),
+  };
+}

@@ -1,0 +1,43 @@
+import type { AccountsReadModel } from "../readModels/accounts.js";
+import type { UsageReadModel } from "../readModels/usage.js";
+import type { Clock } from "../ids.js";
+import { ApiError } from "../api/errors.js";
+
+/** Why a free account may not run more today, or undefined when it may. */
+export interface QuotaLimits {
+  readonly freeDailyInvocations: number;
+  readonly freeDailyComputeMs: number;
+}
+
+export class QuotaGuard {
+  constructor(
+    private readonly accounts: AccountsReadModel,
+    private readonly usage: UsageReadModel,
+    private readonly limits: QuotaLimits,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The reason the user's runs are refused now; paid accounts are never refused. */
+  exceeded(userId: string): string | undefined {
+    const user = this.accounts.user(userId);
+    if (!user || user.plan === "paid") return undefined;
+    const today = this.usage.today(userId, this.clock.now());
+    if (today.invocations >= this.limits.freeDailyInvocations) {
+      return `the daily invocations quota (${this.limits.freeDailyInvocations}) of this free account is used up until 00:00 UTC`;
+    }
+    if (today.computeMs >= this.limits.freeDailyComputeMs) {
+      return `the daily compute time quota (${this.limits.freeDailyComputeMs} ms) of this free account is used up until 00:00 UTC`;
+    }
+    return undefined;
+  }
+
+  /** Throws the 429 an endpoint answers when the quota is used up. */
+  check(userId: string): void {
+    const reason = this.exceeded(userId);
+    if (reason) {
+      const now = this.clock.now();
+      const retryAfter = Math.ceil((86_400_000 - (now % 86_400_000)) / 1000);
+      throw new ApiError(429, "quota_exceeded", reason, undefined, { "Retry-After": String(retryAfter) });
+    }
+  }
+}

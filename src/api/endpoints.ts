@@ -93,6 +93,7 @@ export function sourceEndpoints(services: Services, options: EndpointOptions) {
       let bucket = buckets.get(row.id);
       if (!bucket) {
         bucket = new TokenBucket({ bucketSize: options.burst, tokensPerInterval: options.ratePerSecond, interval: "second" });
+        bucket.content = options.burst; // a new endpoint starts with its whole burst available
         buckets.set(row.id, bucket);
       }
       if (!bucket.tryRemoveTokens(1)) {

@@ -134,7 +134,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     },
   };
 
-  await publishRegistry(catalog, projector);
+  await publishRegistry({ store, runtime, clock }, projector);
 
   let server: http.Server | undefined;
   if (roles.has("api")) {

@@ -7,6 +7,11 @@ import { addOrgMember, createOrganization, createUserAccount, issueKey, revokeKe
 import { failWith, printJson } from "./output.js";
 import { waitForLocalServer } from "./localServer.js";
 import type { Plan } from "../../commands/users/user.js";
+import fs from "node:fs";
+import path from "node:path";
+import { IsolatedRuntime } from "../runner/componentRuntime.js";
+import { runtimeOptionsFromEnv } from "../runtime/index.js";
+import { publishComponent } from "../components/registry.js";
 
 /**
  * Runs an operator action against the configured log (the same one a running server uses) and,
@@ -80,6 +85,27 @@ export function adminCommands(program: Command): void {
       withStore(async (store) => {
         const written = await addOrgMember(ctx(store), orgId, userId);
         return { output: { org_id: orgId, user_id: userId, role: "member" }, position: written.position };
+      }),
+    );
+
+  const registry = admin.command("registry").description("the public component registry");
+  registry
+    .command("publish <file>")
+    .description("publish a component file to the registry (needs a key and a semantic version)")
+    .action((file: string) =>
+      withStore(async (store) => {
+        const config = loadConfig();
+        const code = fs.readFileSync(path.resolve(file), "utf8");
+        const runtime = new IsolatedRuntime(runtimeOptionsFromEnv(config.env, path.join(config.dataDir, "cache")));
+        try {
+          const result = await publishComponent({ store, runtime, clock: systemClock }, code, { by: "operator-cli" });
+          return {
+            output: { id: result.componentId, key: result.key, version: result.version, published: result.published },
+            position: result.position,
+          };
+        } finally {
+          await runtime.close();
+        }
       }),
     );
 

@@ -44,27 +44,7 @@ export class ComponentCatalog {
     const existing = this.deps.sources.componentByHash(ownerId, prepared.codeHash, url);
     if (existing) return { componentId: existing.id, position: undefined };
     if (ownerId === REGISTRY_OWNER) throw new CommandRejected("invalid_request", "registry components are published, not saved", 400);
-    return this.#append(ownerId, code, url, prepared, metadata);
-  }
-
-  /** Publishes to the public registry: needs a key and a semantic version; key@version is immutable. */
-  async publish(code: string, metadata: Record<string, unknown>): Promise<SavedComponent & { published: boolean }> {
-    const prepared = await this.deps.runtime.prepare({ code });
-    const { key, version } = prepared.meta;
-    if (!key) throw new CommandRejected("invalid_component", "a registry component needs a key", 400);
-    if (!/^[a-z0-9]+(?:_[a-z0-9]+)*-[a-z0-9]+(?:-[a-z0-9]+)*$/.test(key)) {
-      throw new CommandRejected("invalid_component", `registry key "${key}" must look like app_slug-slugified-name`, 400);
-    }
-    if (!semver.valid(version)) throw new CommandRejected("invalid_component", `registry version "${version}" is not a semantic version`, 400);
-    const same = this.deps.sources.componentByHash(REGISTRY_OWNER, prepared.codeHash, null);
-    if (same && same.key === key && same.version === version) {
-      return { componentId: same.id, position: undefined, published: false };
-    }
-    const id = newId("sc");
-    await handleCommand(this.deps.store, nameStream("registry", `${key}@${version}`), uniqueName, claimName,
-      { scope: "registry", name: `${key}@${version}`, holder: id, at: Math.floor(this.deps.clock.now() / 1000) }, { metadata });
-    const saved = await this.#append(REGISTRY_OWNER, code, null, prepared, metadata, id);
-    return { ...saved, published: true };
+    return appendComponent(this.deps, ownerId, code, url, prepared, metadata);
   }
 
   /** A component the owner may use: its own (or its org's), or a registry component. */
@@ -77,30 +57,32 @@ export class ComponentCatalog {
   byKey(ownerId: string, key: string): ComponentRow | undefined {
     return this.deps.sources.componentByKey(ownerId, key);
   }
+}
 
-  async #append(
-    ownerId: string,
-    code: string,
-    url: string | null,
-    prepared: PreparedComponent,
-    metadata: Record<string, unknown>,
-    id = newId("sc"),
-  ): Promise<SavedComponent> {
-    const handled = await handleCommand(this.deps.store, componentStream(id), componentEvolver, saveComponent, {
-      id,
-      ownerId,
-      key: prepared.meta.key ?? null,
-      name: prepared.meta.name,
-      version: prepared.meta.version,
-      type: prepared.meta.type,
-      description: prepared.meta.description ?? null,
-      code,
-      codeHash: prepared.codeHash,
-      url,
-      configurableProps: prepared.configurableProps,
-      meta: storedMeta(prepared) as unknown as Record<string, unknown>,
-      at: Math.floor(this.deps.clock.now() / 1000),
-    }, { metadata });
-    return { componentId: id, position: handled.position };
-  }
+/** Appends a ComponentSaved for prepared code. */
+export async function appendComponent(
+deps: Pick<CatalogDeps, "store" | "clock">,
+  ownerId: string,
+  code: string,
+  url: string | null,
+  prepared: PreparedComponent,
+  metadata: Record<string, unknown>,
+  id = newId("sc"),
+): Promise<SavedComponent> {
+  const handled = await handleCommand(deps.store, componentStream(id), componentEvolver, saveComponent, {
+    id,
+    ownerId,
+    key: prepared.meta.key ?? null,
+    name: prepared.meta.name,
+    version: prepared.meta.version,
+    type: prepared.meta.type,
+    description: prepared.meta.description ?? null,
+    code,
+    codeHash: prepared.codeHash,
+    url,
+    configurableProps: prepared.configurableProps,
+    meta: storedMeta(prepared) as unknown as Record<string, unknown>,
+    at: Math.floor(deps.clock.now() / 1000),
+  }, { metadata });
+  return { componentId: id, position: handled.position };
 }

@@ -1,0 +1,164 @@
+import { expect } from "chai";
+import { createHash } from "node:crypto";
+import { TestServer, type ApiClient } from "../harness/server.js";
+import { Receiver } from "../harness/receiver.js";
+
+const code = (name: string, extra = "") => `export default {
+  name: ${JSON.stringify(name)},
+  key: "my-counter",
+  version: "0.1.0",
+  props: { http: "$.interface.http", count: { type: "integer", min: 1, max: 5, label: "Count" }, token: { type: "string", secret: true } },
+  async run(event) { this.$emit(event.body); ${extra} },
+};`;
+
+describe("components API (real server)", function () {
+  this.timeout(60_000);
+  const server = new TestServer({ env: { HEADWATER_ALLOW_PRIVATE_NETWORKS: "1" } });
+  const files = new Receiver();
+  let admin: ApiClient;
+  let other: ApiClient;
+
+  before(async () => {
+    await Promise.all([server.start(), files.start()]);
+    admin = server.client();
+    other = server.client(server.cli("admin", "user", "create", "--username", "other", "--email", "o@example.com").json.api_key);
+  });
+  after(async () => {
+    await server.stop();
+    await files.stop();
+  });
+
+  it("saves code and answers the seed's component fields", async () => {
+    const source = code("Counter");
+    const r = await admin.post("/v1/components", { component_code: source });
+    expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    const c = r.body.data;
+    expect(c.id).to.match(/^sc_/);
+    expect(c).to.include({ code: source, name: "Counter", version: "0.1.0", key: "my-counter" });
+    expect(c.code_hash).to.equal(createHash("sha256").update(source).digest("hex"));
+    expect(c.created_at).to.be.a("number");
+    expect(c.configurable_props.map((p: { name: string }) => p.name)).to.deep.equal(["http", "count", "token"]);
+    expect(c.configurable_props[1]).to.deep.include({ name: "count", type: "integer", min: 1, max: 5, label: "Count" });
+    expect(c.configurable_props[2]).to.deep.include({ name: "token", type: "string", secret: true });
+
+    expect((await admin.get(`/v1/components/${c.id}`)).body.data).to.deep.equal(c);
+    expect((await admin.get("/v1/components/my-counter")).body.data.id).to.equal(c.id);
+    const again = await admin.post("/v1/components", { component_code: source });
+    expect(again.body.data.id, "the same code saved twice is one component").to.equal(c.id);
+  });
+
+  it("a second save under the same key becomes the key's target; the old id keeps working", async () => {
+    const first = (await admin.post("/v1/components", { component_code: code("Counter v1", "/* v1 */") })).body.data;
+    const second = (await admin.post("/v1/components", { component_code: code("Counter v2", "/* v2 */") })).body.data;
+    expect(second.id).to.not.equal(first.id);
+    expect((await admin.get("/v1/components/my-counter")).body.data.id).to.equal(second.id);
+    expect((await admin.get(`/v1/components/${first.id}`)).body.data.name).to.equal("Counter v1");
+  });
+
+  it("another user's component is a 404, by id and by key", async () => {
+    const mine = (await admin.post("/v1/components", { component_code: code("Private") })).body.data;
+    const byId = await other.get(`/v1/components/${mine.id}`);
+    expect(byId.status).to.equal(404);
+    expect((await other.get("/v1/components/my-counter")).status).to.equal(404);
+    expect(byId.body).to.deep.equal((await other.get("/v1/components/sc_doesnotexist00")).body);
+  });
+
+  it("fetches component_url (relative imports too); code wins over url when both are given", async () => {
+    files.files.set("/lib/app.mjs", { body: `export default { type: "app", app: "demo", methods: { greet() { return "hi"; } } };` });
+    files.files.set("/lib/source.mjs", {
+      body: `import app from "./app.mjs";
+export default { name: "From URL", version: "1.2.3", props: { app, http: "$.interface.http" }, async run() { this.$emit(this.app.greet()); } };`,
+    });
+    const r = await admin.post("/v1/components", { component_url: `${files.url}/lib/source.mjs` });
+    expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    expect(r.body.data).to.include({ name: "From URL", version: "1.2.3" });
+    const both = await admin.post("/v1/components", { component_code: code("Given code"), component_url: `${files.url}/lib/source.mjs` });
+    expect(both.body.data.name).to.equal("Given code");
+  });
+
+  it("answers 400 listing every problem of invalid code, with paths", async () => {
+    const r = await admin.post("/v1/components", {
+      component_code: `export default {
+        version: "1",
+        props: { a: { type: "wat" }, b: { type: "object[]" }, c: { type: "string", min: 3 }, d: { type: "integer", secret: true } },
+        dedupe: "sometimes",
+        async run() {},
+      };`,
+    });
+    expect(r.status).to.equal(400);
+    expect(r.body.code).to.equal("invalid_component");
+    const paths = r.body.details.map((d: { path: string }) => d.path);
+    for (const p of ["component.name", "component.props.a.type", "component.props.b.type", "component.props.c.min", "component.props.d.secret", "component.dedupe"]) {
+      expect(paths, p).to.include(p);
+    }
+  });
+
+  it("a component that throws on load is a 400, and so is a bad url", async () => {
+    const throws = await admin.post("/v1/components", { component_code: `throw new Error("nope on load");` });
+    expect(throws.status).to.equal(400);
+    expect(throws.body.details[0].message).to.match(/nope on load/);
+    const missing = await admin.post("/v1/components", { component_url: "http://127.0.0.1:1/not-there.mjs" });
+    expect(missing.status).to.equal(400);
+    expect(missing.body.code).to.equal("component_url_unreachable");
+    const neither = await admin.post("/v1/components", {});
+    expect(neither.status).to.equal(400);
+    const ftp = await admin.post("/v1/components", { component_url: "ftp://example.com/x.mjs" });
+    expect(ftp.status).to.equal(400);
+    expect(ftp.body.details[0].path).to.equal("body.component_url");
+  });
+
+  it("accepts components written in TypeScript", async () => {
+    const r = await admin.post("/v1/components", {
+      component_code: `interface Payload { n: number }
+export default { name: "Typed", version: "0.0.1", props: { http: "$.interface.http" },
+  async run(event: { body: Payload }) { const p: Payload = event.body; this.$emit(p.n * 2); } };`,
+    });
+    expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    expect(r.body.data.name).to.equal("Typed");
+  });
+
+  it("serves registry components by key, published with semantic versions", async () => {
+    const r = await other.get("/v1/components/registry/http-new-requests");
+    expect(r.status).to.equal(200);
+    expect(r.body.data).to.include({ key: "http-new-requests", name: "New Requests" });
+    expect(r.body.data.version).to.match(/^\d+\.\d+\.\d+$/);
+    for (const key of ["http-new-requests-custom-response", "http-new-requests-payload-only", "schedule-every-interval", "schedule-cron", "http-poll-json-url", "helper_functions-format-json"]) {
+      expect((await other.get(`/v1/components/registry/${key}`)).status, key).to.equal(200);
+    }
+    expect((await other.get("/v1/components/registry/nope-nope")).status).to.equal(404);
+  });
+
+  it("admin registry publish adds a component; republishing the same version is refused or a no-op", async () => {
+    const file = `${server.dataDir}/extra.mjs`;
+    const body = `export default { key: "demo_app-hello", name: "Hello", version: "2.0.0", props: { http: "$.interface.http" }, async run() { this.$emit("hello"); } };`;
+    (await import("node:fs")).writeFileSync(file, body);
+    const published = server.cli("admin", "registry", "publish", file);
+    expect(published.status, published.stderr).to.equal(0);
+    expect(published.json).to.include({ key: "demo_app-hello", version: "2.0.0", published: true });
+    expect((await admin.get("/v1/components/registry/demo_app-hello")).body.data.version).to.equal("2.0.0");
+    expect(server.cli("admin", "registry", "publish", file).json.published).to.equal(false);
+    (await import("node:fs")).writeFileSync(file, body.replace(`"hello"`, `"changed"`));
+    const conflict = server.cli("admin", "registry", "publish", file);
+    expect(conflict.status).to.equal(1);
+    expect(conflict.json.code).to.equal("name_taken");
+  });
+});
+
+describe("components API: private addresses are refused by default", function () {
+  this.timeout(60_000);
+  it("component_url on loopback is a 400 unless the operator allows private networks", async () => {
+    const server = new TestServer();
+    const files = new Receiver();
+    await Promise.all([server.start(), files.start()]);
+    files.files.set("/c.mjs", { body: `export default { name: "x", version: "1", props: { http: "$.interface.http" }, async run() {} };` });
+    try {
+      const r = await server.client().post("/v1/components", { component_url: `${files.url}/c.mjs` });
+      expect(r.status).to.equal(400);
+      expect(r.body.error).to.match(/private|loopback|blocked|refused/i);
+      expect(files.received, "the request never left").to.have.length(0);
+    } finally {
+      await server.stop();
+      await files.stop();
+    }
+  });
+});

@@ -1,0 +1,67 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface Received {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: string;
+}
+
+/** A real HTTP server on loopback that records what it receives and serves fixed files. */
+export class Receiver {
+  readonly received: Received[] = [];
+  readonly files = new Map<string, { body: string; type?: string }>();
+  #server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const path = req.url ?? "/";
+      this.received.push({ method: req.method ?? "", path, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+      const file = this.files.get(path);
+      if (file) {
+        res.writeHead(200, { "content-type": file.type ?? "text/javascript" });
+        res.end(file.body);
+        return;
+      }
+      res.writeHead(this.status, { "content-type": "application/json" });
+      res.end(this.reply);
+    });
+  });
+  status = 200;
+  reply = "{}";
+  url = "";
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.#server.listen(0, "127.0.0.1", () => resolve()));
+    this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  /** Waits until `count` requests matched. */
+  async waitFor(predicate: (r: Received) => boolean, count = 1, timeoutMs = 10_000): Promise<Received[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const matched = this.received.filter(predicate);
+      if (matched.length >= count) return matched;
+      if (Date.now() > deadline) throw new Error(`receiver: ${matched.length} of ${count} expected requests after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
+
+/** Polls until `check` returns a value that is not undefined. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

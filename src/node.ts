@@ -142,6 +142,9 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     closers.push(() => hub.close());
     const app = createApp(services, hub, { version: VERSION, publicUrl: () => publicUrl });
     const listening = http.createServer(app.callback());
+    // Longer than the usual client and proxy idle timeouts, so a client never reuses a socket the server is closing.
+    listening.keepAliveTimeout = 65_000;
+    listening.headersTimeout = 66_000;
     server = listening;
     await new Promise<void>((resolve, reject) => {
       listening.once("error", reject);

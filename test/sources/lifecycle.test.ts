@@ -1,0 +1,245 @@
+import { expect } from "chai";
+import { TestServer, type ApiClient } from "../harness/server.js";
+import { Receiver, eventually } from "../harness/receiver.js";
+
+// A component whose hooks leave traces: events for deploy/activate, a call to a receiver for deactivate.
+const hooked = (label: string) => `export default {
+  name: "Hooked Source",
+  version: "0.1.0",
+  props: {
+    http: "$.interface.http",
+    db: "$.service.db",
+    notify: { type: "string" },
+    label: { type: "string", optional: true, default: ${JSON.stringify(label)} },
+    token: { type: "string", secret: true, optional: true },
+  },
+  hooks: {
+    async deploy() { this.db.set("deploys", (this.db.get("deploys") ?? 0) + 1); this.$emit({ hook: "deploy" }); },
+    async activate() { this.db.set("activations", (this.db.get("activations") ?? 0) + 1); this.$emit({ hook: "activate", label: this.label }); },
+    async deactivate() {
+      await fetch(this.notify, { method: "POST", body: JSON.stringify({ hook: "deactivate", label: this.label }) });
+    },
+  },
+  async run(event) {
+    this.$emit({ body: event.body, deploys: this.db.get("deploys"), activations: this.db.get("activations"), label: this.label, token: this.token });
+  },
+};`;
+
+async function events(client: ApiClient, id: string): Promise<any[]> {
+  return (await client.get(`/v1/sources/${id}/event_summaries?limit=100&expand=event`)).body.data;
+}
+
+describe("sources: deploy and lifecycle (real server)", function () {
+  this.timeout(90_000);
+  const server = new TestServer({ env: { HEADWATER_ALLOW_PRIVATE_NETWORKS: "1" } });
+  const receiver = new Receiver();
+  let admin: ApiClient;
+
+  before(async () => {
+    await Promise.all([server.start(), receiver.start()]);
+    admin = server.client();
+  });
+  after(async () => {
+    await server.stop();
+    await receiver.stop();
+  });
+
+  it("deploys from code: deploy then activate hooks run, the answer has the seed's fields", async () => {
+    const r = await admin.post("/v1/sources", {
+      component_code: hooked("one"), name: "My Hooked", configured_props: { notify: `${receiver.url}/hooks`, token: "s3cret-value" },
+    });
+    expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    const s = r.body.data;
+    expect(s.id).to.match(/^dc_/);
+    expect(s).to.include({ name: "My Hooked", name_slug: "my-hooked", active: true });
+    expect(s.user_id).to.match(/^u_/);
+    expect(s.component_id).to.match(/^sc_/);
+    expect(s.configured_props.http.endpoint_url).to.match(new RegExp(`^${server.url}/e/[0-9a-z]{24}$`));
+    expect(s.configured_props.token, "secrets are never echoed").to.equal("[redacted]");
+    expect(JSON.stringify(r.body)).to.not.include("s3cret-value");
+    const hooks = (await events(admin, s.id)).map((e) => e.event.hook).reverse();
+    expect(hooks).to.deep.equal(["deploy", "activate"]);
+
+    // The run sees what the hooks stored, and the secret in clear.
+    await fetch(s.configured_props.http.endpoint_url, { method: "POST", headers: { "content-type": "application/json" }, body: "{\"n\":1}" });
+    const run = await eventually(async () => (await events(admin, s.id)).find((e) => e.event.body), 10_000, "the run's event");
+    expect(run.event).to.deep.equal({ body: { n: 1 }, deploys: 1, activations: 1, label: "one", token: "s3cret-value" });
+
+    const listed = (await admin.get("/v1/users/me/sources")).body.data.find((x: { id: string }) => x.id === s.id);
+    const { user_id: _user, ...withoutUser } = s;
+    expect(listed).to.deep.equal(withoutUser);
+  });
+
+  it("name_slug is unique per owner and auto-incremented; name defaults to the component's name", async () => {
+    const slugs: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await admin.post("/v1/sources", { component_code: hooked("x"), configured_props: { notify: `${receiver.url}/n` } });
+      expect(r.status, JSON.stringify(r.body)).to.equal(200);
+      expect(r.body.data.name).to.equal("Hooked Source");
+      slugs.push(r.body.data.name_slug);
+    }
+    expect(slugs).to.deep.equal(["hooked-source", "hooked-source-1", "hooked-source-2"]);
+  });
+
+  it("deploys by component_id, from a component_url and from a registry key", async () => {
+    const saved = (await admin.post("/v1/components", { component_code: hooked("by-id") })).body.data;
+    const byId = await admin.post("/v1/sources", { component_id: saved.id, configured_props: { notify: "http://x.test/" } });
+    expect(byId.status, JSON.stringify(byId.body)).to.equal(200);
+    expect(byId.body.data.component_id).to.equal(saved.id);
+
+    receiver.files.set("/hooked.mjs", { body: hooked("by-url") });
+    const byUrl = await admin.post("/v1/sources", { component_url: `${receiver.url}/hooked.mjs`, configured_props: { notify: "http://x.test/" } });
+    expect(byUrl.status, JSON.stringify(byUrl.body)).to.equal(200);
+    expect((await admin.get(`/v1/components/${byUrl.body.data.component_id}`)).body.data.code).to.equal(hooked("by-url"));
+
+    const byKey = await admin.post("/v1/sources", { key: "http-new-requests-payload-only" });
+    expect(byKey.status, JSON.stringify(byKey.body)).to.equal(200);
+    const registry = (await admin.get("/v1/components/registry/http-new-requests-payload-only")).body.data;
+    expect(byKey.body.data.component_id).to.equal(registry.id);
+    expect(byKey.body.data.name_slug).to.equal("new-requests-payload-only");
+  });
+
+  it("checks configured_props and lists each problem; nothing is created", async () => {
+    const before = (await admin.get("/v1/users/me/sources")).body.page_info.total_count;
+    const r = await admin.post("/v1/sources", {
+      component_code: `export default { name: "Typed props", version: "1", props: {
+        count: { type: "integer", min: 1, max: 3 }, tags: { type: "string[]" }, mode: { type: "string", options: ["a", "b"] },
+        timer: { type: "$.interface.timer" } }, async run() {} };`,
+      configured_props: { count: 9, tags: "nope", mode: "c", extra: true, timer: { intervalSeconds: 1 } },
+    });
+    expect(r.status).to.equal(400);
+    expect(r.body.details.map((d: { path: string }) => d.path)).to.have.members([
+      "configured_props.count", "configured_props.tags", "configured_props.mode", "configured_props.extra", "configured_props.timer.intervalSeconds",
+    ]);
+    const missing = await admin.post("/v1/sources", { component_code: hooked("m") });
+    expect(missing.status).to.equal(400);
+    expect(missing.body.details[0]).to.deep.equal({ path: "configured_props.notify", message: "is required" });
+    const big = await admin.post("/v1/sources", { component_code: hooked("m"), configured_props: { notify: "x".repeat(70_000) } });
+    expect(big.status).to.equal(400);
+    expect((await admin.get("/v1/users/me/sources")).body.page_info.total_count).to.equal(before);
+  });
+
+  it("timer props are returned as {cron, interval_seconds}", async () => {
+    const r = await admin.post("/v1/sources", { key: "schedule-cron", configured_props: { timer: { cron: "*/5 * * * *" } } });
+    expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    expect(r.body.data.configured_props.timer).to.deep.equal({ cron: "*/5 * * * *", interval_seconds: 300 });
+    const i = await admin.post("/v1/sources", { key: "schedule-every-interval" });
+    expect(i.body.data.configured_props.timer).to.deep.equal({ cron: null, interval_seconds: 900 });
+  });
+
+  it("a hook that throws fails the request with a 400 carrying its message, and leaves nothing", async () => {
+    const before = (await admin.get("/v1/users/me/sources")).body.page_info.total_count;
+    const r = await admin.post("/v1/sources", {
+      name: "Broken hook",
+      component_code: `export default { name: "Throws", version: "1", props: { http: "$.interface.http" },
+        hooks: { async activate() { throw new Error("cannot register the webhook"); } }, async run() {} };`,
+    });
+    expect(r.status).to.equal(400);
+    expect(r.body.code).to.equal("hook_failed");
+    expect(r.body.error).to.include("cannot register the webhook");
+    expect((await admin.get("/v1/users/me/sources")).body.page_info.total_count).to.equal(before);
+    // Its name was not taken either.
+    const again = await admin.post("/v1/sources", { name: "Broken hook", key: "http-new-requests" });
+    expect(again.body.data.name_slug).to.equal("broken-hook");
+  });
+
+  it("PUT: deactivate, replace code/props/name, activate; the id stays; the secret sent back redacted is kept", async () => {
+    const created = (await admin.post("/v1/sources", {
+      component_code: hooked("old"), name: "Updatable", configured_props: { notify: `${receiver.url}/put`, token: "tok-1" },
+    })).body.data;
+    const r = await admin.put(`/v1/sources/${created.id}`, {
+      component_code: hooked("new"), name: "Renamed Source",
+      configured_props: { notify: `${receiver.url}/put`, label: "relabelled", token: "[redacted]" },
+    });
+    expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    expect(r.body.data).to.include({ id: created.id, name: "Renamed Source", name_slug: "renamed-source", active: true });
+    expect(r.body.data.component_id).to.not.equal(created.component_id);
+    expect(r.body.data.configured_props.http.endpoint_url).to.equal(created.configured_props.http.endpoint_url);
+    const deactivated = await receiver.waitFor((x) => x.path === "/put");
+    expect(JSON.parse(deactivated[0]!.body)).to.deep.equal({ hook: "deactivate", label: "old" });
+    const activations = (await events(admin, created.id)).filter((e) => e.event.hook === "activate").map((e) => e.event.label);
+    expect(activations).to.have.members(["old", "relabelled"]);
+
+    await fetch(created.configured_props.http.endpoint_url, { method: "POST", body: "x" });
+    const run = await eventually(async () => (await events(admin, created.id)).find((e) => e.event.body === "x"), 10_000, "run");
+    expect(run.event).to.include({ activations: 2, deploys: 1, label: "relabelled", token: "tok-1" });
+  });
+
+  it("active:false pauses (endpoint 404), active:true resumes", async () => {
+    const s = (await admin.post("/v1/sources", { key: "http-new-requests-payload-only", name: "Pausable" })).body.data;
+    const url = s.configured_props.http.endpoint_url;
+    expect((await fetch(url, { method: "POST", body: "1" })).status).to.equal(200);
+    const paused = await admin.put(`/v1/sources/${s.id}`, { active: false });
+    expect(paused.body.data.active).to.equal(false);
+    expect((await fetch(url, { method: "POST", body: "2" })).status).to.equal(404);
+    const resumed = await admin.put(`/v1/sources/${s.id}`, { active: true });
+    expect(resumed.body.data.active).to.equal(true);
+    expect((await fetch(url, { method: "POST", body: "3" })).status).to.equal(200);
+    const bodies = await eventually(async () => {
+      const list = (await events(admin, s.id)).map((e) => e.event);
+      return list.length >= 2 ? list : undefined;
+    }, 10_000, "two events");
+    expect(bodies.sort()).to.deep.equal(["1", "3"]);
+  });
+
+  it("DELETE runs deactivate, then the source, its events, endpoint and name are gone (404 after)", async () => {
+    const s = (await admin.post("/v1/sources", {
+      component_code: hooked("bye"), name: "Doomed", configured_props: { notify: `${receiver.url}/delete` },
+    })).body.data;
+    const r = await admin.delete(`/v1/sources/${s.id}`);
+    expect(r.status).to.equal(204);
+    expect(JSON.parse((await receiver.waitFor((x) => x.path === "/delete"))[0]!.body)).to.deep.equal({ hook: "deactivate", label: "bye" });
+    expect((await admin.get(`/v1/sources/${s.id}`)).status).to.equal(404);
+    expect((await admin.get(`/v1/sources/${s.id}/event_summaries`)).status).to.equal(404);
+    expect((await admin.delete(`/v1/sources/${s.id}`)).status).to.equal(404);
+    expect((await admin.put(`/v1/sources/${s.id}`, { active: true })).status).to.equal(404);
+    expect((await fetch(s.configured_props.http.endpoint_url, { method: "POST" })).status).to.equal(404);
+    const audit = server.cli("audit", s.id);
+    expect(audit.json.events.map((e: { type: string }) => e.type)).to.deep.equal(["SourceDeployed", "SourceDeleted"]);
+    const reused = await admin.post("/v1/sources", { key: "http-new-requests", name: "Doomed" });
+    expect(reused.body.data.name_slug, "the slug was released").to.equal("doomed");
+  });
+
+  it("a deactivate hook that throws blocks DELETE with a 400 unless force=true", async () => {
+    const s = (await admin.post("/v1/sources", {
+      component_code: `export default { name: "Sticky", version: "1", props: { http: "$.interface.http" },
+        hooks: { async deactivate() { throw new Error("still registered upstream"); } }, async run() {} };`,
+    })).body.data;
+    const refused = await admin.delete(`/v1/sources/${s.id}`);
+    expect(refused.status).to.equal(400);
+    expect(refused.body.error).to.include("still registered upstream");
+    expect((await admin.get(`/v1/sources/${s.id}`)).status).to.equal(200);
+    expect((await admin.delete(`/v1/sources/${s.id}?force=true`)).status).to.equal(204);
+    expect((await admin.get(`/v1/sources/${s.id}`)).status).to.equal(404);
+  });
+
+  it("organization sources: created with org_id, seen by members, 404 for others, listed under the org", async () => {
+    const owner = server.cli("admin", "user", "create", "--username", "orgowner", "--email", "oo@example.com").json;
+    const member = server.cli("admin", "user", "create", "--username", "orgmember", "--email", "om@example.com").json;
+    const outsider = server.cli("admin", "user", "create", "--username", "outsider", "--email", "out@example.com").json;
+    const org = server.cli("admin", "org", "create", "--name", "Source Org", "--owner", owner.id).json;
+    server.cli("admin", "org", "add-member", org.id, member.id);
+    const ownerClient = server.client(owner.api_key);
+    const created = await ownerClient.post(`/v1/sources?org_id=${org.id}`, { key: "http-new-requests", name: "Org Hook" });
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    const id = created.body.data.id;
+    const memberClient = server.client(member.api_key);
+    expect((await memberClient.get(`/v1/sources/${id}`)).status).to.equal(200);
+    expect((await memberClient.get(`/v1/orgs/${org.id}/sources`)).body.data.map((x: { id: string }) => x.id)).to.deep.equal([id]);
+    expect((await memberClient.get("/v1/users/me/sources")).body.data).to.deep.equal([]);
+    const outsiderClient = server.client(outsider.api_key);
+    expect((await outsiderClient.get(`/v1/sources/${id}`)).status).to.equal(404);
+    expect((await outsiderClient.get(`/v1/sources/${id}/event_summaries`)).status).to.equal(404);
+    expect((await outsiderClient.delete(`/v1/sources/${id}`)).status).to.equal(404);
+    expect((await outsiderClient.get(`/v1/orgs/${org.id}/sources`)).status).to.equal(404);
+    expect((await outsiderClient.post(`/v1/sources?org_id=${org.id}`, { key: "http-new-requests" })).status).to.equal(404);
+  });
+
+  it("refuses to deploy an action, and unknown component ids", async () => {
+    const action = await admin.post("/v1/sources", { key: "helper_functions-format-json" });
+    expect(action.status).to.equal(400);
+    expect(action.body.error).to.match(/action/);
+    expect((await admin.post("/v1/sources", { component_id: "sc_nope0000000000" })).status).to.equal(404);
+    expect((await admin.post("/v1/sources", { name: "nothing" })).status).to.equal(400);
+  });
+});

@@ -151,8 +151,9 @@ export function eventRoutes(services: Services): Route[] {
       async handle({ caller, params, body }) {
         const row = visibleSource(services, caller, params.id as string);
         services.quota.check(row.creator_id);
+        const invocationId = newId("inv");
         const reply = await services.invocations.submitAndWait({
-          invocationId: newId("inv"),
+          invocationId,
           sourceId: row.id,
           trigger: "manual",
           event: body.event ?? { manual: true, timestamp: Math.floor(services.clock.now() / 1000) },
@@ -161,7 +162,7 @@ export function eventRoutes(services: Services): Route[] {
         }, services.runWaitMs);
         if (reply.status === "gone") throw new ApiError(404, "not_found", "source not found");
         if (reply.position !== undefined) await services.projector.waitFor(reply.position);
-        return { body: { data: { ok: reply.ok, error: reply.error ?? null, emitted: reply.emitted ?? [], logs: reply.logs ?? [], response: reply.response ?? null } } };
+        return { body: { data: { invocation_id: invocationId, ok: reply.ok, error: reply.error ?? null, emitted: reply.emitted ?? [], logs: reply.logs ?? [], response: reply.response ?? null } } };
       },
     },
   ];

@@ -6,13 +6,13 @@ export const KEPT_RUN_LOGS = 100;
 
 export const sourceLogsProjection: Projection = {
   name: "source_logs",
-  version: 1,
+  version: 2,
   tables: ["source_logs"],
   schema: [
     `CREATE TABLE IF NOT EXISTS source_logs (
       source_id TEXT NOT NULL, invocation_id TEXT NOT NULL, trigger TEXT NOT NULL, started_ms INTEGER NOT NULL,
       ended_ms INTEGER NOT NULL, compute_ms INTEGER NOT NULL, ok INTEGER NOT NULL, error TEXT, lines TEXT NOT NULL,
-      seq INTEGER NOT NULL, PRIMARY KEY (source_id, invocation_id))`,
+      seq INTEGER NOT NULL, stream_revision INTEGER NOT NULL, PRIMARY KEY (source_id, invocation_id))`,
     "CREATE INDEX IF NOT EXISTS source_logs_by_source ON source_logs (source_id, seq)",
   ],
   handles: new Set(["RunLogged", "SourceDeleted"]),
@@ -23,11 +23,11 @@ export const sourceLogsProjection: Projection = {
     }
     const d = recorded.data as RunLogged["data"];
     db.prepare(
-      `INSERT OR IGNORE INTO source_logs (source_id, invocation_id, trigger, started_ms, ended_ms, compute_ms, ok, error, lines, seq)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO source_logs (source_id, invocation_id, trigger, started_ms, ended_ms, compute_ms, ok, error, lines, seq, stream_revision)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       d.sourceId, d.invocationId, d.trigger, d.startedMs, d.endedMs, Math.round(d.computeMs), d.ok ? 1 : 0,
-      d.error ? JSON.stringify(d.error) : null, JSON.stringify(d.lines), recorded.position,
+      d.error ? JSON.stringify(d.error) : null, JSON.stringify(d.lines), recorded.position, recorded.revision,
     );
     db.prepare(
       `DELETE FROM source_logs WHERE source_id = ? AND seq < (

@@ -31,11 +31,15 @@ import { publishRegistry } from "./components/registry.js";
 import { SourceLifecycle } from "./sources/lifecycle.js";
 import { QuotaGuard } from "./sources/quota.js";
 import { TimerScheduler } from "./scheduler/timers.js";
+import { Retention } from "./projector/retention.js";
 import { loadSealer } from "./secrets/sealer.js";
 import { outboundRequest } from "./net/outbound.js";
 
 export interface RunningNode {
+  /** Where this process listens. */
   readonly url: string;
+  /** Where clients reach it (HEADWATER_PUBLIC_URL, else the listening address). */
+  readonly publicUrl: string;
   readonly bootstrapKey: string | undefined;
   close(): Promise<void>;
 }
@@ -137,6 +141,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   await publishRegistry({ store, runtime, clock }, projector);
 
   let server: http.Server | undefined;
+  let listeningUrl = "";
   if (roles.has("api")) {
     const hub = new SseHub(services, config.sseHeartbeatMs);
     closers.push(() => hub.close());
@@ -152,7 +157,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     });
     const address = listening.address() as AddressInfo;
     const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
-    if (!config.publicUrl) publicUrl = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+    listeningUrl = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+    if (!config.publicUrl) publicUrl = listeningUrl;
   }
 
   // Runs start once the public URL (endpoint URLs) is known.
@@ -161,6 +167,11 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       bus, projector, sources, components, runner, endpointUrl, concurrency: config.runnerConcurrency,
     });
     closers.push(() => consumer.stop());
+  }
+  if (roles.has("projector")) {
+    const retention = new Retention(store, projector, sources);
+    retention.start();
+    closers.push(() => retention.stop());
   }
   if (roles.has("scheduler")) {
     const scheduler = new TimerScheduler({ store, sources, components, invocations, projector, quota, clock });
@@ -171,7 +182,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   writePidFile(config.dataDir);
 
   return {
-    url: publicUrl,
+    url: listeningUrl,
+    publicUrl,
     bootstrapKey,
     async close() {
       if (server) {

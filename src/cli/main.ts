@@ -12,7 +12,8 @@ program
   .description("serve the API (all roles, embedded log unless configured otherwise)")
   .action(async () => {
     const node = await startNode(loadConfig());
-    process.stdout.write(`Headwater listening on ${node.url} (API at ${node.url}/v1)\n`);
+    if (node.url) process.stdout.write(`Headwater listening on ${node.url} (API at ${node.publicUrl}/v1)\n`);
+    else process.stdout.write(`Headwater node running without the api role (roles: ${loadConfig().roles.join(",")})\n`);
     if (node.bootstrapKey) {
       process.stdout.write(`Bootstrap operator API key (shown once, keep it): ${node.bootstrapKey}\n`);
     }

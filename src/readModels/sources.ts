@@ -140,6 +140,14 @@ export class SourcesReadModel {
       .get(emitterId);
   }
 
+  oldestKeptLogRevision(sourceId: string): { revision: number; count: number } | undefined {
+    return this.db
+      .prepare<[string], { revision: number; count: number }>(
+        "SELECT MIN(stream_revision) AS revision, COUNT(*) AS count FROM source_logs WHERE source_id = ? HAVING COUNT(*) > 0",
+      )
+      .get(sourceId);
+  }
+
   logs(sourceId: string, page: PageRequest): Page<RunLogRow> {
     const total = this.db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM source_logs WHERE source_id = ?").get(sourceId)!.n;
     return keysetPage<RunLogRow>(this.db, { from: "source_logs", where: "source_id = ?", params: [sourceId], order: "desc", total }, page);

@@ -296,6 +296,22 @@ describe("runtime: instance binding", function () {
     expect(upgraded.emits[0]?.event).to.deep.equal({ calls: 101 });
   });
 
+  it("bounds warm isolates with an LRU per runner process", async () => {
+    const small = await startRuntime({ workers: 1, maxWarmIsolates: 2 });
+    try {
+      const prepared = await prepareCode(small, `export default { name: "l", version: "1", async run() {} };`);
+      const at = (sourceId: string) => small.invoke(invocation(prepared, { sourceId }));
+      expect((await at("dc_1")).warm).to.equal(false);
+      expect((await at("dc_2")).warm).to.equal(false);
+      expect((await at("dc_1")).warm).to.equal(true);
+      expect((await at("dc_3")).warm).to.equal(false); // evicts dc_2, the least recently used
+      expect((await at("dc_1")).warm).to.equal(true);
+      expect((await at("dc_2")).warm).to.equal(false);
+    } finally {
+      await small.close();
+    }
+  });
+
   it("reports a thrown error with name, message and stack, keeping earlier emits", async () => {
     const prepared = await prepareCode(
       runtime,

@@ -66,10 +66,12 @@ async function main(): Promise<void> {
   for (let i = 0; i < 300; i++) await runtime.invoke(base("dc_warm"));
   const N = 3000;
   const warm: number[] = [];
+  const warmInChild: number[] = [];
   for (let i = 0; i < N; i++) {
     const t = process.hrtime.bigint();
     const o = await runtime.invoke(base("dc_warm"));
     warm.push(us(process.hrtime.bigint() - t));
+    warmInChild.push(o.wallMs * 1000);
     if (!o.ok || !o.warm) throw new Error("warm invocation failed");
   }
 
@@ -130,6 +132,7 @@ Runtime: ${workers} runner processes (one per CPU), default limits.
 |---|---|---|---|
 | baseline: plain function call through child-process IPC | ${fmt(ipcMed)} µs | ${fmt(p95(ipc))} µs | fork + advanced serialization, same message shape, ${N} sequential calls |
 | warm invocation, trivial \`run\` | ${fmt(warmMed)} µs | ${fmt(p95(warm))} µs | same source, warm isolate, ${N} sequential calls |
+| … of which inside the runner child | ${fmt(median(warmInChild))} µs | ${fmt(p95(warmInChild))} µs | \`outcome.wallMs\`: one async call into the isolate and back (isolated-vm thread hop) |
 | fresh isolate, known bundle (new source) | ${fmt(freshMed)} µs | ${fmt(p95(fresh))} µs | new isolate + context + prelude, compiled-code cache hit |
 | cold start of a new component version (invoke only) | ${fmt(newMed)} µs | ${fmt(p95(newVersion))} µs | new bundle, compiled without cache |
 | prepareComponent of a new version | ${fmt(median(prepareTimes))} µs | ${fmt(p95(prepareTimes))} µs | esbuild bundle + load and describe in a throwaway isolate + validation |
@@ -139,6 +142,14 @@ Ratios (same run):
 - warm invocation / IPC baseline: **${(warmMed / ipcMed).toFixed(1)}×** (the sandbox adds ${fmt(warmMed - ipcMed)} µs per call over the bare IPC round trip)
 - fresh isolate / warm invocation: **${(freshMed / warmMed).toFixed(1)}×**
 - new version cold start / warm invocation: **${(newMed / warmMed).toFixed(1)}×**
+
+The rest of a warm call is the IPC round trip, slower than the idle baseline because the child also
+wakes an isolate thread per call. A fresh isolate costs isolate + context creation and running the
+prelude (console, timers, URL, Buffer, fetch, module registry) before the component's own code.
+
+The rest of a warm call is the IPC round trip, slower than the idle baseline because the child also
+wakes an isolate thread per call. A fresh isolate costs isolate + context creation and running the
+prelude (console, timers, URL, Buffer, fetch, module registry) before the component's own code.
 
 Throughput: ${SOURCES} sources invoked concurrently (${PER_SOURCE} runs each): **${fmt(throughput)} calls/s** in total,
 **${fmt(throughput / os.availableParallelism())} calls/s per core** (host process CPU during the run: ${((hostCpu.user + hostCpu.system) / 1e6 / tpSeconds).toFixed(2)} cores).

@@ -147,10 +147,6 @@ The rest of a warm call is the IPC round trip, slower than the idle baseline bec
 wakes an isolate thread per call. A fresh isolate costs isolate + context creation and running the
 prelude (console, timers, URL, Buffer, fetch, module registry) before the component's own code.
 
-The rest of a warm call is the IPC round trip, slower than the idle baseline because the child also
-wakes an isolate thread per call. A fresh isolate costs isolate + context creation and running the
-prelude (console, timers, URL, Buffer, fetch, module registry) before the component's own code.
-
 Throughput: ${SOURCES} sources invoked concurrently (${PER_SOURCE} runs each): **${fmt(throughput)} calls/s** in total,
 **${fmt(throughput / os.availableParallelism())} calls/s per core** (host process CPU during the run: ${((hostCpu.user + hostCpu.system) / 1e6 / tpSeconds).toFixed(2)} cores).
 Sequential warm calls: ${fmt(1e6 / warmMed)} calls/s on one source.

@@ -71,24 +71,36 @@ describe("runtime: hostile code", function () {
   });
 
   it("prototype tampering of bridged objects stays inside the one isolate", async () => {
+    // Built-ins the platform captured before the component ran keep its bookkeeping honest.
     const tamper = await prepareCode(
       runtime,
       hostile(`
         Object.prototype.polluted = "yes";
-        Array.prototype.push = function () { throw new Error("push hijacked"); };
         JSON.stringify = () => ({ not: "a string" });
+        JSON.parse = () => ({ forged: true });
         Object.getPrototypeOf(this.db).get = () => "hijacked";
         this.$emit.call = () => "hijacked";
         Function.prototype.apply = function () { throw new Error("apply hijacked"); };
         Promise.prototype.then = function () { return "hijacked"; };
+        this.$emit({ after: "tampering", run: event.n });
       `),
     );
     const inv = invocation(tamper);
-    const first = await runtime.invoke(inv);
-    // Whatever the tampering did to its own isolate, the host got an answer.
-    expect(first).to.have.property("ok").that.is.a("boolean");
-    const second = await runtime.invoke(inv);
-    expect(second).to.have.property("ok").that.is.a("boolean");
+    for (const n of [1, 2]) {
+      const o = await runtime.invoke({ ...inv, event: { n } });
+      expect(o.ok, JSON.stringify(o.error)).to.equal(true);
+      expect(o.warm).to.equal(n === 2);
+      expect(o.emits).to.deep.equal([{ event: { after: "tampering", run: n }, meta: {} }]);
+    }
+    // Tampering that does break the platform's code fails the run cleanly and discards the isolate.
+    const breaker = await prepareCode(runtime, hostile(`this.$emit({ first: true }); Array.prototype.push = function () { throw new Error("push hijacked"); }; this.db.set("k", "v");`));
+    const binv = invocation(breaker);
+    const broken = await runtime.invoke(binv);
+    expect(broken.ok).to.equal(false);
+    expect(broken.error?.code).to.equal("SANDBOX_FAILED");
+    expect(broken.error?.message).to.match(/^the sandbox failed outside the component's code \(push hijacked\); .* its isolate was discarded$/);
+    expect(broken.emits).to.deep.equal([{ event: { first: true }, meta: {} }]);
+    expect((await runtime.invoke(binv)).warm).to.equal(false);
     // Another source (its own isolate) sees pristine built-ins.
     const check = await prepareCode(
       runtime,

@@ -148,6 +148,15 @@ describe("runtime: hostile code", function () {
     expect(next.emits[0]?.event).to.deep.equal({ runs: 1 });
   });
 
+  it("memory outside the JS heap is bounded too: typed arrays fail, WebAssembly is absent", async () => {
+    const typed = await run(`const bufs = []; for (let i = 0; i < 100; i++) bufs.push(new Uint8Array(50e6).fill(1)); this.$emit({ n: bufs.length });`);
+    expect(typed.ok).to.equal(false);
+    expect(typed.error?.message).to.match(/Array buffer allocation failed|memory limit/);
+    const wasm = await run(`this.$emit({ wasm: typeof WebAssembly }); new WebAssembly.Memory({ initial: 1, maximum: 65536 }).grow(20000);`);
+    expect(wasm.emits[0]?.event).to.deep.equal({ wasm: "undefined" });
+    expect(wasm.error).to.include({ name: "ReferenceError", message: "WebAssembly is not defined" });
+  });
+
   it("deep recursion is a RangeError of the run", async () => {
     const o = await run(`const f = (n) => f(n + 1) + 1; f(0);`);
     expect(o.error).to.include({ name: "RangeError", message: "Maximum call stack size exceeded", code: "USER_ERROR" });

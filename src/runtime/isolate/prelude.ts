@@ -56,6 +56,8 @@ const globals: AnyRecord = {
   structuredClone: (v: unknown) => (v === undefined ? undefined : JSON.parse(stringify(v))),
 };
 for (const [name, value] of Object.entries(globals)) defineGlobal(name, value);
+// WebAssembly memory is allocated outside the isolate's heap limit, so it is not offered.
+delete g["WebAssembly"];
 
 const eventsModule = Object.assign(EventEmitter, { EventEmitter, default: EventEmitter });
 

@@ -153,7 +153,7 @@ export interface InvocationError {
   name: string;
   message: string;
   stack?: string;
-  /** Stable machine code: TIMEOUT, MEMORY_LIMIT, RUNNER_CRASHED, RUNNER_UNRESPONSIVE, USER_ERROR, ... */
+  /** Stable machine code: USER_ERROR, CONFIGURATION_ERROR, LOAD_ERROR, TIMEOUT, MEMORY_LIMIT, RUNNER_CRASHED, RUNNER_UNRESPONSIVE, LIMIT_EXCEEDED, ISOLATE_DISPOSED, SANDBOX_FAILED, SANDBOX_CORRUPTED, RUNTIME_CLOSED. */
   code: string;
 }
 

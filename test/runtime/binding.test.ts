@@ -296,6 +296,50 @@ describe("runtime: instance binding", function () {
     expect(upgraded.emits[0]?.event).to.deep.equal({ calls: 101 });
   });
 
+  it("runs invocations of one source one after the other, other sources alongside", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      `let running = 0; export default { name: "s", version: "1", async run(e) {
+         running++; const overlap = running > 1; await new Promise((r) => setTimeout(r, 150)); running--;
+         this.$emit({ n: e.n, overlap, at: Date.now() });
+       } };`,
+    );
+    const inv = invocation(prepared);
+    const [a, b, c] = await Promise.all([
+      runtime.invoke({ ...inv, event: { n: 1 } }),
+      runtime.invoke({ ...inv, event: { n: 2 } }),
+      runtime.invoke({ ...inv, sourceId: "dc_elsewhere", event: { n: 3 } }),
+    ]);
+    const ev = (o: typeof a) => o.emits[0]!.event as { n: number; overlap: boolean; at: number };
+    expect([ev(a).overlap, ev(b).overlap, ev(c).overlap]).to.deep.equal([false, false, false]);
+    expect(ev(b).at - ev(a).at).to.be.greaterThanOrEqual(140);
+    expect(Math.abs(ev(c).at - ev(a).at)).to.be.lessThan(140);
+  });
+
+  it("rejects work after close()", async () => {
+    const short = await startRuntime({ workers: 1 });
+    const prepared = await prepareCode(short, `export default { name: "c", version: "1", async run() {} };`);
+    await short.close();
+    const err = await short.invoke(invocation(prepared)).catch((e: unknown) => e);
+    expect((err as Error).name).to.equal("RuntimeClosedError");
+  });
+
+  it("bounds warm isolates with an LRU per runner process", async () => {
+    const small = await startRuntime({ workers: 1, maxWarmIsolates: 2 });
+    try {
+      const prepared = await prepareCode(small, `export default { name: "l", version: "1", async run() {} };`);
+      const at = (sourceId: string) => small.invoke(invocation(prepared, { sourceId }));
+      expect((await at("dc_1")).warm).to.equal(false);
+      expect((await at("dc_2")).warm).to.equal(false);
+      expect((await at("dc_1")).warm).to.equal(true);
+      expect((await at("dc_3")).warm).to.equal(false); // evicts dc_2, the least recently used
+      expect((await at("dc_1")).warm).to.equal(true);
+      expect((await at("dc_2")).warm).to.equal(false);
+    } finally {
+      await small.close();
+    }
+  });
+
   it("reports a thrown error with name, message and stack, keeping earlier emits", async () => {
     const prepared = await prepareCode(
       runtime,

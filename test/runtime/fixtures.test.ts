@@ -3,6 +3,7 @@
 import { expect } from "chai";
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { ComponentValidationError, prepareComponent, type Runtime } from "../../src/runtime/index.js";
 import { FIXTURES, fixture, invocation, prepareFixture, serveDirectory, startRuntime } from "./support.js";
 
@@ -105,6 +106,25 @@ describe("runtime: component fixture corpus", function () {
     } finally {
       await server.close();
     }
+  });
+
+  it("serves relative imports through a custom loader (modules on disk, as the registry keeps them)", async () => {
+    const entry = path.join(FIXTURES, "multi/sources/new-reading/new-reading.mjs");
+    const loaded: string[] = [];
+    const prepared = await prepareComponent(
+      { code: await fs.readFile(entry, "utf8"), url: pathToFileURL(entry).href },
+      {
+        runtime,
+        loadModule: async (url) => {
+          const file = fileURLToPath(url);
+          if (!file.startsWith(path.join(FIXTURES, "multi"))) throw new Error("outside the component folder");
+          loaded.push(path.relative(FIXTURES, file));
+          return fs.readFile(file, "utf8");
+        },
+      },
+    );
+    expect(loaded.sort()).to.deep.equal(["multi/sources/common/units.mjs", "multi/weather.app.mjs"]);
+    expect(prepared.meta.key).to.equal("weather_api-new-reading");
   });
 
   it("refuses relative imports without a component_url, and unreachable module URLs", async () => {

@@ -71,24 +71,36 @@ describe("runtime: hostile code", function () {
   });
 
   it("prototype tampering of bridged objects stays inside the one isolate", async () => {
+    // Built-ins the platform captured before the component ran keep its bookkeeping honest.
     const tamper = await prepareCode(
       runtime,
       hostile(`
         Object.prototype.polluted = "yes";
-        Array.prototype.push = function () { throw new Error("push hijacked"); };
         JSON.stringify = () => ({ not: "a string" });
+        JSON.parse = () => ({ forged: true });
         Object.getPrototypeOf(this.db).get = () => "hijacked";
         this.$emit.call = () => "hijacked";
         Function.prototype.apply = function () { throw new Error("apply hijacked"); };
         Promise.prototype.then = function () { return "hijacked"; };
+        this.$emit({ after: "tampering", run: event.n });
       `),
     );
     const inv = invocation(tamper);
-    const first = await runtime.invoke(inv);
-    // Whatever the tampering did to its own isolate, the host got an answer.
-    expect(first).to.have.property("ok").that.is.a("boolean");
-    const second = await runtime.invoke(inv);
-    expect(second).to.have.property("ok").that.is.a("boolean");
+    for (const n of [1, 2]) {
+      const o = await runtime.invoke({ ...inv, event: { n } });
+      expect(o.ok, JSON.stringify(o.error)).to.equal(true);
+      expect(o.warm).to.equal(n === 2);
+      expect(o.emits).to.deep.equal([{ event: { after: "tampering", run: n }, meta: {} }]);
+    }
+    // Tampering that does break the platform's code fails the run cleanly and discards the isolate.
+    const breaker = await prepareCode(runtime, hostile(`this.$emit({ first: true }); Array.prototype.push = function () { throw new Error("push hijacked"); }; this.db.set("k", "v");`));
+    const binv = invocation(breaker);
+    const broken = await runtime.invoke(binv);
+    expect(broken.ok).to.equal(false);
+    expect(broken.error?.code).to.equal("SANDBOX_FAILED");
+    expect(broken.error?.message).to.match(/^the sandbox failed outside the component's code \(push hijacked\); .* its isolate was discarded$/);
+    expect(broken.emits).to.deep.equal([{ event: { first: true }, meta: {} }]);
+    expect((await runtime.invoke(binv)).warm).to.equal(false);
     // Another source (its own isolate) sees pristine built-ins.
     const check = await prepareCode(
       runtime,
@@ -134,6 +146,15 @@ describe("runtime: hostile code", function () {
     const next = await runtime.invoke({ ...inv, event: {} });
     expect(next.warm).to.equal(false);
     expect(next.emits[0]?.event).to.deep.equal({ runs: 1 });
+  });
+
+  it("memory outside the JS heap is bounded too: typed arrays fail, WebAssembly is absent", async () => {
+    const typed = await run(`const bufs = []; for (let i = 0; i < 100; i++) bufs.push(new Uint8Array(50e6).fill(1)); this.$emit({ n: bufs.length });`);
+    expect(typed.ok).to.equal(false);
+    expect(typed.error?.message).to.match(/Array buffer allocation failed|memory limit/);
+    const wasm = await run(`this.$emit({ wasm: typeof WebAssembly }); new WebAssembly.Memory({ initial: 1, maximum: 65536 }).grow(20000);`);
+    expect(wasm.emits[0]?.event).to.deep.equal({ wasm: "undefined" });
+    expect(wasm.error).to.include({ name: "ReferenceError", message: "WebAssembly is not defined" });
   });
 
   it("deep recursion is a RangeError of the run", async () => {

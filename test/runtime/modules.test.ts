@@ -145,6 +145,31 @@ describe("runtime: modules in the sandbox", function () {
     }
   });
 
+  it("runs timers inside a run and clears them when the run ends", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      `let leftover = 0;
+       export default { name: "timers", version: "1", async run() {
+         const order = [];
+         const t = setTimeout(() => order.push("cancelled"), 5); clearTimeout(t);
+         setTimeout(() => order.push("b"), 20);
+         setTimeout(() => order.push("a"), 5);
+         setImmediate(() => order.push("immediate"));
+         queueMicrotask(() => order.push("micro"));
+         let ticks = 0; const iv = setInterval(() => { if (++ticks === 3) clearInterval(iv); }, 5);
+         await new Promise((r) => setTimeout(r, 60));
+         setTimeout(() => { leftover++; }, 1);  // never fires: the run is over
+         this.$emit({ order, ticks, leftover });
+       } };`,
+    );
+    const inv = invocation(prepared);
+    const first = await runtime.invoke(inv);
+    expect(first.emits[0]?.event).to.deep.equal({ order: ["micro", "immediate", "a", "b"], ticks: 3, leftover: 0 });
+    await new Promise((r) => setTimeout(r, 50));
+    const second = await runtime.invoke(inv);
+    expect((second.emits[0]?.event as { leftover: number }).leftover).to.equal(0);
+  });
+
   it("supports dynamic require of provided built-ins and explains the others", async () => {
     const prepared = await prepareCode(
       runtime,

@@ -1,7 +1,7 @@
 // Shared set-up for runtime tests: a real Runtime (child processes, isolates) on a temp cache dir,
 // fixture loading, invocation building and loopback HTTP servers.
 import { randomUUID } from "node:crypto";
-import { promises as fs } from "node:fs";
+import { promises as fs, rmSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -13,8 +13,15 @@ import { prepareComponent, Runtime, type Invocation, type PreparedComponent, typ
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 export const FIXTURES = path.join(ROOT, "test/fixtures/components");
 
+const created: string[] = [];
+process.once("exit", () => {
+  for (const dir of created) rmSync(dir, { recursive: true, force: true });
+});
+
 export async function tempDir(prefix: string): Promise<string> {
-  return fs.mkdtemp(path.join(os.tmpdir(), `headwater-${prefix}-`));
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), `headwater-${prefix}-`));
+  created.push(dir);
+  return dir;
 }
 
 export async function startRuntime(opts: Partial<RuntimeOptions> = {}): Promise<Runtime> {

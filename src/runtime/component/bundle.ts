@@ -54,7 +54,8 @@ export async function bundleComponent(
 ): Promise<BundleResult> {
   const packages = new Map<string, string>();
   const modules: string[] = [];
-  const typescript = input.typescript === true;
+  // TypeScript when asked, or when component_url names a .ts file.
+  const typescript = input.typescript ?? (input.url !== undefined && /\.(ts|mts|cts)$/.test(input.url.split(/[?#]/)[0]!));
 
   const plugin: esbuild.Plugin = {
     name: "headwater-component",

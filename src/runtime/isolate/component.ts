@@ -54,7 +54,7 @@ export function componentProps(component: AnyRecord): [string, ResolvedProp][] {
 
 /** The exported component: `export default` for ES modules, module.exports for CommonJS. */
 export function exportedComponent(moduleExports: unknown): unknown {
-  if (isRecord(moduleExports) && moduleExports["__esModule"] === true && "default" in moduleExports) return moduleExports["default"];
+  if (isRecord(moduleExports) && moduleExports["__esModule"] === true) return moduleExports["default"];
   if (isRecord(moduleExports) && Object.keys(moduleExports).length === 1 && isRecord(moduleExports["default"])) return moduleExports["default"];
   return moduleExports;
 }

@@ -1,6 +1,7 @@
 // this.db: the source's key-value store. JSON values, 60 KB per source (keys plus JSON values).
 import { assertJsonSerializable } from "./json.js";
 import { utf8Length } from "./textCodec.js";
+import { parse, stringify } from "./primordials.js";
 
 export class DbLimitError extends Error {
   override name = "DbLimitError";
@@ -16,7 +17,7 @@ export class DbStore {
     this.#limit = limit;
     for (const [key, value] of Object.entries(snapshot ?? {})) {
       if (value === undefined) continue;
-      const json = JSON.stringify(value);
+      const json = stringify(value);
       this.#values.set(key, json);
       this.#size += utf8Length(key) + utf8Length(json);
     }
@@ -24,7 +25,7 @@ export class DbStore {
 
   get(key: unknown): unknown {
     const raw = this.#values.get(String(key));
-    return raw === undefined ? undefined : JSON.parse(raw);
+    return raw === undefined ? undefined : parse(raw);
   }
 
   set(key: unknown, value: unknown): void {
@@ -40,7 +41,7 @@ export class DbStore {
       return;
     }
     assertJsonSerializable(value, `this.db.set("${key}")`);
-    const json = JSON.stringify(value);
+    const json = stringify(value);
     const nextSize = this.#size - previousSize + utf8Length(key) + utf8Length(json);
     if (nextSize > this.#limit) {
       throw new DbLimitError(
@@ -59,7 +60,7 @@ export class DbStore {
   /** The snapshot as JSON text, built from the stored JSON without re-serializing. */
   toJSONText(): string {
     const parts: string[] = [];
-    for (const [k, v] of this.#values) parts.push(`${JSON.stringify(k)}:${v}`);
+    for (const [k, v] of this.#values) parts.push(`${stringify(k)}:${v}`);
     return `{${parts.join(",")}}`;
   }
 

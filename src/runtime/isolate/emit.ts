@@ -3,6 +3,7 @@ import { Buffer } from "buffer";
 import { host } from "./bridge.js";
 import { current } from "./invocationState.js";
 import { utf8Length } from "./textCodec.js";
+import { stringify } from "./primordials.js";
 
 export class EmitError extends Error {
   override name = "EmitError";
@@ -38,7 +39,7 @@ export function emit(event: unknown, meta?: unknown): void {
   }
   let json: string | undefined;
   try {
-    json = JSON.stringify(event === undefined ? null : event);
+    json = stringify(event === undefined ? null : event);
   } catch (err) {
     throw new TypeError(`$emit: the event is not JSON-serializable: ${(err as Error).message}`);
   }
@@ -48,7 +49,7 @@ export function emit(event: unknown, meta?: unknown): void {
     throw new EmitError(`$emit: the event is ${utf8Length(json)} bytes of JSON, over the limit of ${max} bytes per event`);
   }
   s.emits++;
-  host().emit(json, JSON.stringify(out));
+  host().emit(json, stringify(out));
 }
 
 export function respond(response: unknown): void {
@@ -80,7 +81,7 @@ export function respond(response: unknown): void {
     body = { base64: Buffer.from(bytes).toString("base64") };
     size = bytes.byteLength;
   } else {
-    body = JSON.stringify(b);
+    body = stringify(b);
     size = utf8Length(body);
     if (headers["content-type"] === undefined) headers["content-type"] = "application/json; charset=utf-8";
   }
@@ -89,5 +90,5 @@ export function respond(response: unknown): void {
   }
   if (s.responded) return; // first respond wins
   s.responded = true;
-  host().respond(JSON.stringify({ status: r.status, headers, body }));
+  host().respond(stringify({ status: r.status, headers, body }));
 }

@@ -7,6 +7,7 @@ import { abandonHttp } from "./http.js";
 import { beginInvocation, current, type IsolateLimits } from "./invocationState.js";
 import { jsonSafe } from "./json.js";
 import { clearAllTimers } from "./timers.js";
+import { objectEntries, objectKeys, parse, stringify } from "./primordials.js";
 
 export interface InvokePayload {
   method: "run" | "deploy" | "activate" | "deactivate";
@@ -36,7 +37,7 @@ function serializeError(err: unknown): { name: string; message: string; stack?: 
   }
   let text: string;
   try {
-    text = typeof err === "string" ? err : JSON.stringify(err) ?? String(err);
+    text = typeof err === "string" ? err : stringify(err) ?? String(err);
   } catch {
     text = String(err);
   }
@@ -45,12 +46,12 @@ function serializeError(err: unknown): { name: string; message: string; stack?: 
 
 function makeApp(def: AnyRecord, configured: unknown): AnyRecord {
   const app: AnyRecord = {};
-  for (const key of Object.keys(def)) if (key !== "methods") app[key] = def[key];
+  for (const key of objectKeys(def)) if (key !== "methods") app[key] = def[key];
   const auth = isRecord(configured) && isRecord(configured["$auth"]) ? configured["$auth"] : {};
   app["$auth"] = auth;
   const methods = def["methods"];
   if (isRecord(methods)) {
-    for (const [name, fn] of Object.entries(methods)) if (typeof fn === "function") app[name] = (fn as (...a: unknown[]) => unknown).bind(app);
+    for (const [name, fn] of objectEntries(methods)) if (typeof fn === "function") app[name] = (fn as (...a: unknown[]) => unknown).bind(app);
   }
   return app;
 }
@@ -85,7 +86,7 @@ function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore): Any
   }
   const methods = component["methods"];
   if (isRecord(methods)) {
-    for (const [name, fn] of Object.entries(methods)) if (typeof fn === "function") instance[name] = (fn as (...a: unknown[]) => unknown).bind(instance);
+    for (const [name, fn] of objectEntries(methods)) if (typeof fn === "function") instance[name] = (fn as (...a: unknown[]) => unknown).bind(instance);
   }
   instance["$emit"] = emit;
   return instance;
@@ -96,7 +97,7 @@ function defaultRun(this: AnyRecord, event: unknown): void {
 }
 
 export async function invoke(component: AnyRecord, payloadJson: string): Promise<string> {
-  const p = JSON.parse(payloadJson) as InvokePayload;
+  const p = parse(payloadJson) as InvokePayload;
   beginInvocation(p.limits);
   const db = new DbStore(p.db ?? {}, p.limits.maxDbBytes);
   const exportsOut: AnyRecord = {};
@@ -154,11 +155,11 @@ export async function invoke(component: AnyRecord, payloadJson: string): Promise
     clearAllTimers();
     abandonHttp();
   }
-  if (Object.keys(exportsOut).length > 0) result["exports"] = jsonSafe(exportsOut);
+  if (objectKeys(exportsOut).length > 0) result["exports"] = jsonSafe(exportsOut);
   result["dbChanged"] = db.changed;
   result["droppedLogLines"] = current().droppedLogLines;
   // The db snapshot travels as JSON text spliced in, so it is not serialized twice.
-  const head = JSON.stringify(result);
+  const head = stringify(result);
   return db.changed ? `${head.slice(0, -1)},"db":${db.toJSONText()}}` : head;
 }
 

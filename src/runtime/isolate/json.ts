@@ -1,4 +1,5 @@
 // Strict JSON checks: values the platform stores or emits must survive JSON unchanged in meaning.
+import { parse, stringify } from "./primordials.js";
 /** Throws a TypeError naming the first part of `value` that JSON cannot carry. */
 export function assertJsonSerializable(value: unknown, what: string): void {
   const stack: unknown[] = [];
@@ -34,8 +35,8 @@ export function assertJsonSerializable(value: unknown, what: string): void {
 export function jsonSafe(value: unknown): unknown {
   if (value === undefined) return undefined;
   try {
-    const text = JSON.stringify(value);
-    return text === undefined ? undefined : JSON.parse(text);
+    const text = stringify(value);
+    return text === undefined ? undefined : parse(text);
   } catch {
     return String(value);
   }

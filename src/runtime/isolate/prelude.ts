@@ -11,6 +11,7 @@ import { describeComponent } from "./describe.js";
 import { AbortController, AbortSignal, fetch, Headers, nodeFetchModule, Response } from "./fetch.js";
 import { settleHttp } from "./http.js";
 import { invoke, serializeError } from "./invoke.js";
+import { stringify } from "./primordials.js";
 import axios from "./modules/axios.js";
 import * as cryptoModule from "./modules/crypto.js";
 import * as platform from "./modules/platform.js";
@@ -52,9 +53,11 @@ const globals: AnyRecord = {
   global: globalThis,
   atob: (s: string) => Buffer.from(String(s), "base64").toString("latin1"),
   btoa: (s: string) => Buffer.from(String(s), "latin1").toString("base64"),
-  structuredClone: (v: unknown) => (v === undefined ? undefined : JSON.parse(JSON.stringify(v))),
+  structuredClone: (v: unknown) => (v === undefined ? undefined : JSON.parse(stringify(v))),
 };
 for (const [name, value] of Object.entries(globals)) defineGlobal(name, value);
+// WebAssembly memory is allocated outside the isolate's heap limit, so it is not offered.
+delete g["WebAssembly"];
 
 const eventsModule = Object.assign(EventEmitter, { EventEmitter, default: EventEmitter });
 
@@ -93,20 +96,20 @@ defineGlobal("__hw_define", (f: typeof factory) => {
 
 function load(): string {
   delete g["__hw_define"];
-  if (!factory) return JSON.stringify({ ok: false, error: { name: "Error", message: "the component bundle did not define a module", code: "LOAD_ERROR" } });
+  if (!factory) return stringify({ ok: false, error: { name: "Error", message: "the component bundle did not define a module", code: "LOAD_ERROR" } });
   const mod: AnyRecord = { exports: {} };
   try {
     factory(mod, mod["exports"], sandboxRequire);
   } catch (err) {
-    return JSON.stringify({ ok: false, error: { ...serializeError(err), code: "LOAD_ERROR" } });
+    return stringify({ ok: false, error: { ...serializeError(err), code: "LOAD_ERROR" } });
   }
   const exported = exportedComponent(mod["exports"]);
   component = isRecord(exported) ? exported : undefined;
-  return JSON.stringify({ ok: true, describe: describeComponent(exported) });
+  return stringify({ ok: true, describe: describeComponent(exported) });
 }
 
 function invokeEntry(payloadJson: string): Promise<string> {
-  if (!component) return Promise.resolve(JSON.stringify({ ok: false, error: { name: "Error", message: "the component is not loaded", code: "LOAD_ERROR" } }));
+  if (!component) return Promise.resolve(stringify({ ok: false, error: { name: "Error", message: "the component is not loaded", code: "LOAD_ERROR" } }));
   return invoke(component, payloadJson);
 }
 

@@ -84,6 +84,8 @@ export class Runtime {
   private readonly heartbeat: NodeJS.Timeout;
   private prelude: Promise<string>;
   private describeCursor = 0;
+  /** Runs of one source wait here for the previous one, so each starts its clock when it starts. */
+  private readonly sourceQueues = new Map<string, Promise<unknown>>();
 
   constructor(options: RuntimeOptions) {
     this.limits = resolveLimits(options);
@@ -321,8 +323,27 @@ export class Runtime {
   }
 
   /** Runs one invocation of a component for a source. Never rejects for component failures. */
-  async invoke(inv: Invocation, callbacks: InvocationCallbacks = {}): Promise<InvocationOutcome> {
-    validateInvocation(inv);
+  invoke(inv: Invocation, callbacks: InvocationCallbacks = {}): Promise<InvocationOutcome> {
+    try {
+      validateInvocation(inv);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const key = `${inv.ownerId}\u0000${inv.sourceId}`;
+    const previous = this.sourceQueues.get(key) ?? Promise.resolve();
+    const next = previous.then(
+      () => this.invokeNow(inv, callbacks),
+      () => this.invokeNow(inv, callbacks),
+    );
+    this.sourceQueues.set(key, next);
+    const cleanup = () => {
+      if (this.sourceQueues.get(key) === next) this.sourceQueues.delete(key);
+    };
+    next.then(cleanup, cleanup);
+    return next;
+  }
+
+  private async invokeNow(inv: Invocation, callbacks: InvocationCallbacks): Promise<InvocationOutcome> {
     const timeoutMs = inv.limits?.timeoutMs ?? this.limits.timeoutMs;
     const memoryMb = Math.max(8, inv.limits?.memoryMb ?? this.limits.memoryMb);
     const { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes } = this.limits;
@@ -406,6 +427,7 @@ export class Runtime {
     await Promise.all(
       this.runners.map(async (runner) => {
         for (const resolve of runner.waiting.splice(0)) resolve();
+        runner.markReady(); // wakes work waiting for a replacement child that will not come
         const child = runner.child;
         if (!child) return;
         runner.killReason = { name: "RuntimeClosedError", code: "RUNTIME_CLOSED", message: "the runtime was closed; the invocation was aborted" };

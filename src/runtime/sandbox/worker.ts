@@ -68,7 +68,12 @@ function classify(err: unknown, rec: InvocationRecord, timeoutMs: number, memory
     return { name: "MemoryLimitError", code: "MEMORY_LIMIT", message: `the invocation exceeded the memory limit of ${memoryMb} MB and was stopped` };
   }
   if (/disposed/i.test(message)) return { name: "SandboxError", code: "ISOLATE_DISPOSED", message: `the sandbox was stopped: ${message}` };
-  return { name: "SandboxError", code: "INTERNAL", message };
+  // The platform's own code in the isolate failed: almost always built-ins the component replaced.
+  return {
+    name: "SandboxError",
+    code: "SANDBOX_FAILED",
+    message: `the sandbox failed outside the component's code (${message.slice(0, 500)}); built-ins may have been replaced by the component, so its isolate was discarded`,
+  };
 }
 
 async function runInvocation(msg: InvokeRequest): Promise<void> {

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { loadConfig } from "../config.js";
+import { loadConfig, parseRoles, ROLES } from "../config.js";
 import { startNode, VERSION } from "../node.js";
 import { adminCommands } from "./admin.js";
 import { auditCommand } from "./audit.js";
@@ -9,11 +9,13 @@ const program = new Command("headwater").version(VERSION).description("Headwater
 
 program
   .command("start")
-  .description("serve the API (all roles, embedded log unless configured otherwise)")
-  .action(async () => {
-    const node = await startNode(loadConfig());
+  .description("run a node: serve the API and run sources (all roles, embedded log and bus unless configured otherwise)")
+  .option("--roles <roles>", `comma-separated subset of ${ROLES.join(",")} (default: all, or HEADWATER_ROLES)`)
+  .action(async (options: { roles?: string }) => {
+    const config = loadConfig();
+    const node = await startNode(options.roles ? { ...config, roles: parseRoles(options.roles) } : config);
     if (node.url) process.stdout.write(`Headwater listening on ${node.url} (API at ${node.publicUrl}/v1)\n`);
-    else process.stdout.write(`Headwater node running without the api role (roles: ${loadConfig().roles.join(",")})\n`);
+    else process.stdout.write(`Headwater node running without the api role (roles: ${(options.roles ? parseRoles(options.roles) : config.roles).join(",")})\n`);
     if (node.bootstrapKey) {
       process.stdout.write(`Bootstrap operator API key (shown once, keep it): ${node.bootstrapKey}\n`);
     }

@@ -46,18 +46,35 @@ metadata: Record<string, unknown>,
   if (!semver.valid(version)) throw new CommandRejected("invalid_component", `registry version "${version}" is not a semantic version`, 400);
   const name = `${key}@${version}`;
   // The claim on key@version names the component that holds it: publishing the same code again is a no-op.
-  const claims = await deps.store.readStream(nameStream("registry", name));
-  const holder = claims.reduce<string | undefined>((h, e) => (e.type === "NameClaimed" ? (e.data as { holder: string }).holder : undefined), undefined);
-  if (holder) {
-    const [saved] = await deps.store.readStream(componentStream(holder), { maxCount: 1 });
-    if ((saved?.data as { codeHash?: string } | undefined)?.codeHash === prepared.codeHash) {
-      return { componentId: holder, position: undefined, published: false, key, version };
-    }
-    throw new CommandRejected("name_taken", `${name} is already published with different code: publish a new version`, 409);
-  }
+  const existing = await publishedAs(deps, name, prepared.codeHash);
+  if (existing) return { componentId: existing, position: undefined, published: false, key, version };
   const id = newId("sc");
-  await handleCommand(deps.store, nameStream("registry", name), uniqueName, claimName,
-    { scope: "registry", name, holder: id, at: Math.floor(deps.clock.now() / 1000) }, { metadata });
+  try {
+    await handleCommand(deps.store, nameStream("registry", name), uniqueName, claimName,
+      { scope: "registry", name, holder: id, at: Math.floor(deps.clock.now() / 1000) }, { metadata });
+  } catch (error) {
+    // Another node publishing the same file at the same moment won the claim.
+    const winner = error instanceof CommandRejected && error.code === "name_taken" ? await publishedAs(deps, name, prepared.codeHash) : undefined;
+    if (winner) return { componentId: winner, position: undefined, published: false, key, version };
+    throw error;
+  }
   const saved = await appendComponent(deps, REGISTRY_OWNER, code, null, prepared, metadata, id);
   return { ...saved, published: true, key, version };
+}
+
+/** The component holding key@version, if it has this code; a different code there is a conflict. */
+async function publishedAs(deps: Pick<CatalogDeps, "store">, name: string, codeHash: string): Promise<string | undefined> {
+  const claims = await deps.store.readStream(nameStream("registry", name));
+  const holder = claims.reduce<string | undefined>((h, e) => (e.type === "NameClaimed" ? (e.data as { holder: string }).holder : undefined), undefined);
+  if (!holder) return undefined;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const [saved] = await deps.store.readStream(componentStream(holder), { maxCount: 1 });
+    if (saved) {
+      if ((saved.data as { codeHash?: string }).codeHash === codeHash) return holder;
+      throw new CommandRejected("name_taken", `${name} is already published with different code: publish a new version`, 409);
+    }
+    // The claim is written just before the component: give its publisher a moment.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new CommandRejected("name_taken", `${name} is claimed but its component never appeared`, 409);
 }

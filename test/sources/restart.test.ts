@@ -117,6 +117,10 @@ describe("restart (real server)", function () {
     const gaps = ts.slice(1).map((t, i) => t - ts[i]!);
     expect(gaps.filter((g) => g !== 1).length, `one gap, for the downtime, in ${JSON.stringify(ts)}`).to.equal(1);
     expect(Math.min(...gaps), "no tick fired twice").to.be.greaterThan(0);
+    // The tick after the gap is the catch-up: missed while down, fired at start.
+    const catchUp = ts[gaps.findIndex((g) => g !== 1) + 1]!;
+    expect(catchUp * 1000).to.be.greaterThan(killedAt);
+    expect(catchUp * 1000, `catch-up tick ${catchUp}, restarted at ${restartedAt}`).to.be.at.most(restartedAt + 100);
   });
 
   it("a redelivered invocation (an HTTP request, a timer tick) emits nothing again", async () => {

@@ -1,4 +1,3 @@
-import { Cron } from "croner";
 import type { EventStore } from "../store/eventStore.js";
 import { WrongExpectedRevisionError } from "../store/eventStore.js";
 import type { DomainEvent } from "../../commands/decider.js";
@@ -10,6 +9,7 @@ import type { QuotaGuard } from "../sources/quota.js";
 import { timerIntervalSeconds, type TimerValue } from "../sources/configuredProps.js";
 import { recordRunOutcome } from "../runner/runtimeState.js";
 import type { Clock } from "../ids.js";
+import { tickSchedule, type TickSchedule } from "./ticks.js";
 
 /** Recorded in timer-<source id> (the newest one kept) once a tick's invocation is queued. */
 export type TimerFired = DomainEvent<"TimerFired", { sourceId: string; tick: number; catchUp: boolean }>;
@@ -31,34 +31,13 @@ export interface SchedulerDeps {
 interface Entry {
   readonly sourceId: string;
   readonly timer: TimerValue;
+  readonly schedule: TickSchedule;
   readonly propName: string;
   /** Scheduled time (ms) of the last fired tick, or the time counting starts from. */
   last: number;
   revision: number | undefined;
   next: number;
   key: string;
-}
-
-function nextAfter(timer: TimerValue, after: number): number {
-  if ("intervalSeconds" in timer) return after + timer.intervalSeconds * 1000;
-  return new Cron(timer.cron, { paused: true, timezone: "UTC" }).nextRun(new Date(after))?.getTime() ?? Number.POSITIVE_INFINITY;
-}
-
-/** The newest tick due at `now` after `last`, however many were missed: downtime gives one catch-up fire. */
-function dueTick(timer: TimerValue, last: number, now: number): number | undefined {
-  const first = nextAfter(timer, last);
-  if (first > now) return undefined;
-  if ("intervalSeconds" in timer) {
-    const step = timer.intervalSeconds * 1000;
-    return last + Math.floor((now - last) / step) * step;
-  }
-  let tick = first;
-  for (let i = 0; i < 100_000; i++) {
-    const next = nextAfter(timer, tick);
-    if (next > now) return tick;
-    tick = next;
-  }
-  return tick;
 }
 
 /**
@@ -126,9 +105,10 @@ export class TimerScheduler {
       // Counting starts at the last fired tick or when the source was last changed (deployed, resumed,
       // its timer edited), whichever is later: a paused source does not catch up on its pause.
       const last = Math.max(row.updated_at * 1000, lastFired?.data.tick ?? 0);
+      const schedule = tickSchedule(timer.value);
       this.#entries.set(row.id, {
-        sourceId: row.id, timer: timer.value, propName: timer.name, last, revision: lastFired?.revision, key,
-        next: nextAfter(timer.value, last),
+        sourceId: row.id, timer: timer.value, schedule, propName: timer.name, last, revision: lastFired?.revision, key,
+        next: schedule.next(last),
       });
     }
     for (const id of [...this.#entries.keys()]) if (!seen.has(id)) this.#entries.delete(id);
@@ -148,9 +128,9 @@ export class TimerScheduler {
     const now = this.deps.clock.now();
     for (const entry of this.#entries.values()) {
       if (entry.next > now) continue;
-      const tick = dueTick(entry.timer, entry.last, now);
+      const tick = entry.schedule.due(entry.last, now);
       if (tick === undefined) continue;
-      await this.#fire(entry, tick, tick === nextAfter(entry.timer, entry.last));
+      await this.#fire(entry, tick, tick === entry.schedule.next(entry.last));
     }
   }
 
@@ -194,6 +174,6 @@ export class TimerScheduler {
       tick = Math.max(tick, (latest?.data as TimerFired["data"] | undefined)?.tick ?? tick);
     }
     entry.last = tick;
-    entry.next = nextAfter(entry.timer, tick);
+    entry.next = entry.schedule.next(tick);
   }
 }

@@ -3,7 +3,7 @@ import type { UsageReadModel } from "../readModels/usage.js";
 import type { Clock } from "../ids.js";
 import { ApiError } from "../api/errors.js";
 
-/** Why a free account may not run more today, or undefined when it may. */
+/** The free plan's daily allowances (UTC days). */
 export interface QuotaLimits {
   readonly freeDailyInvocations: number;
   readonly freeDailyComputeMs: number;
@@ -17,7 +17,7 @@ export class QuotaGuard {
     private readonly clock: Clock,
   ) {}
 
-  /** The reason the user's runs are refused now; paid accounts are never refused. */
+  /** Why the user's runs are refused now (a free account past a daily quota), or undefined when they may run. */
   exceeded(userId: string): string | undefined {
     const user = this.accounts.user(userId);
     if (!user || user.plan === "paid") return undefined;

@@ -1,0 +1,172 @@
+import { expect } from "chai";
+import path from "node:path";
+import { TestServer, type ApiClient } from "../harness/server.js";
+import { openEmbeddedBus } from "../../src/bus/embedded/index.js";
+import { INVOCATIONS_TOPIC, type InvocationMessage } from "../../src/runner/invocations.js";
+import { EMIT_TIMER_EVENT, deploy, eventually, events, sleep, type EventSummary } from "./sourcesSupport.js";
+
+// What sources promise across a SIGKILL and a restart: acknowledged events are kept, a custom-response
+// invocation in flight runs once after the restart, timers go on, and a redelivered invocation emits nothing twice.
+
+/** Emits each request's body (answered 200 once the invocation is queued). */
+const ECHO_BODY = `export default {
+  name: "Body echo",
+  version: "0.0.1",
+  props: { http: { type: "$.interface.http" } },
+  async run(event) { this.$emit(event.body, { summary: "body" }); },
+};`;
+
+/** Takes 2 s before it emits and responds, so a SIGKILL can land while it runs. */
+const SLOW_RESPONDER = `export default {
+  name: "Slow responder",
+  version: "0.0.1",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run(event) {
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    this.$emit(event.body, { summary: "slow" });
+    this.http.respond({ status: 201, body: "done" });
+  },
+};`;
+
+const countBy = (list: EventSummary[], key: (e: EventSummary) => unknown) => {
+  const counts = new Map<string, number>();
+  for (const e of list) counts.set(JSON.stringify(key(e)), (counts.get(JSON.stringify(key(e))) ?? 0) + 1);
+  return counts;
+};
+
+describe("restart (real server)", function () {
+  this.timeout(90_000);
+  const server = new TestServer({ env: { HEADWATER_TIMER_MIN_INTERVAL_SECONDS: "1" } });
+  let client: ApiClient;
+  let echo: any;
+  let slow: any;
+  let timer: any;
+  const acknowledged: { n: number; invocationId: string }[] = [];
+
+  const endpointOf = (source: any) => new URL(source.configured_props.http.endpoint_url).pathname;
+
+  before(async () => {
+    await server.start();
+    client = server.client();
+    [echo, slow, timer] = await Promise.all([
+      deploy(client, ECHO_BODY, {}, "echo"),
+      deploy(client, SLOW_RESPONDER, {}, "slow"),
+      deploy(client, EMIT_TIMER_EVENT, { timer: { intervalSeconds: 1 } }, "ticker"),
+    ]);
+  });
+  after(() => server.stop());
+
+  it("after a SIGKILL: every acknowledged event is kept, an in-flight custom-response run happens once, timers go on", async () => {
+    await eventually("the timer fires", async () => ((await events(client, timer.id)).length >= 2 ? true : undefined));
+
+    // A custom-response request whose run is in the sandbox when the server dies.
+    const slowSentAt = Date.now();
+    const slowAnswer = client.post(endpointOf(slow), { n: "slow" }).then((r) => r.status, (e: Error) => e);
+    let stopping = false;
+    let n = 0;
+    // Paced and capped so that requests are in flight at the kill and every event fits in the kept 100.
+    const writer = async () => {
+      while (!stopping && n < 80) {
+        const body = { n: n++ };
+        try {
+          const r = await client.post(endpointOf(echo), body);
+          if (r.status === 200) acknowledged.push({ n: body.n, invocationId: r.body.invocation_id });
+        } catch {
+          return; // the connection died with the server
+        }
+        await sleep(100);
+      }
+    };
+    const writers = Array.from({ length: 6 }, writer);
+    await eventually("30 acknowledged requests, 1 s into the slow run", async () =>
+      acknowledged.length >= 30 && Date.now() - slowSentAt >= 1000 ? true : undefined, 15_000, 5);
+    const acknowledgedAtKill = acknowledged.length;
+    const killedAt = Date.now();
+    await server.kill();
+    stopping = true;
+    await Promise.all(writers);
+    expect(await slowAnswer, "the slow request must die with the server").to.be.instanceOf(Error);
+    expect(acknowledged.length).to.be.at.least(acknowledgedAtKill);
+
+    await sleep(3000);
+    await server.start();
+    const restartedAt = Date.now();
+    client = server.client();
+
+    const echoed = await eventually("every acknowledged request's event", async () => {
+      const got = await events(client, echo.id);
+      const seen = new Set(got.map((e) => e.event.n));
+      return acknowledged.every((a) => seen.has(a.n)) ? got : undefined;
+    });
+    const duplicated = [...countBy(echoed, (e) => e.event.n)].filter(([, count]) => count > 1);
+    expect(duplicated, "events emitted twice").to.deep.equal([]);
+
+    await eventually("the interrupted slow run's event", async () => ((await events(client, slow.id)).length >= 1 ? true : undefined));
+    const ticks = await eventually("3 timer ticks after the restart", async () => {
+      const got = await events(client, timer.id);
+      return got.filter((e) => e.event.timestamp * 1000 > restartedAt).length >= 3 ? got : undefined;
+    });
+    await sleep(2500); // room for a second run of the slow invocation, if there were one
+    const slowEvents = await events(client, slow.id);
+    expect(slowEvents.map((e) => e.event), "the interrupted invocation ran once").to.deep.equal([{ n: "slow" }]);
+    const slowLogs = (await client.get(`/v1/sources/${slow.id}/logs`)).body.data;
+    expect(slowLogs.length, "one recorded run").to.equal(1);
+    expect(slowLogs[0].started_at_ms).to.be.greaterThan(killedAt);
+
+    const ts = ticks.map((e) => e.event.timestamp as number);
+    const gaps = ts.slice(1).map((t, i) => t - ts[i]!);
+    expect(gaps.filter((g) => g !== 1).length, `one gap, for the downtime, in ${JSON.stringify(ts)}`).to.equal(1);
+    expect(Math.min(...gaps), "no tick fired twice").to.be.greaterThan(0);
+    // The tick after the gap is the catch-up: missed while down, fired at start.
+    const catchUp = ts[gaps.findIndex((g) => g !== 1) + 1]!;
+    expect(catchUp * 1000).to.be.greaterThan(killedAt);
+    expect(catchUp * 1000, `catch-up tick ${catchUp}, restarted at ${restartedAt}`).to.be.at.most(restartedAt + 100);
+  });
+
+  it("a redelivered invocation (an HTTP request, a timer tick) emits nothing again", async () => {
+    // The newest ones: the runner remembers the last 50 invocations of a source, which covers what a redelivery can bring.
+    const original = acknowledged.at(-1);
+    expect(original, "the previous test acknowledged requests").to.not.equal(undefined);
+    const fired = (await events(client, timer.id)).at(-1)!;
+    const echoBefore = (await events(client, echo.id)).length;
+    await server.stop();
+
+    // The bus is one process's file: with the server stopped, this process publishes the copies.
+    const bus = await openEmbeddedBus({ file: path.join(server.dataDir, "bus.db") });
+    const message = (m: Omit<InvocationMessage, "minPosition" | "enqueuedMs">) => ({
+      key: m.sourceId,
+      value: JSON.stringify({ ...m, minPosition: 0, enqueuedMs: Date.now() }),
+    });
+    try {
+      await bus.publish(INVOCATIONS_TOPIC, [
+        // The same invocation ids as runs already recorded, with bodies that would show if they ran.
+        message({ invocationId: original!.invocationId, sourceId: echo.id, trigger: "http", event: { body: { n: "redelivered" } } }),
+        // A fresh invocation behind it on the same key: once it is visible, the copy was handled.
+        message({ invocationId: "inv_fresh_echo_after_redelivery", sourceId: echo.id, trigger: "http", event: { body: { n: "fresh" } } }),
+      ]);
+      await bus.publish(INVOCATIONS_TOPIC, [
+        message({
+          invocationId: `inv_${timer.id}_${fired.event.timestamp * 1000}`, sourceId: timer.id, trigger: "timer",
+          event: { timestamp: 1, interval_seconds: 1, redelivered: true },
+        }),
+        message({ invocationId: "inv_fresh_timer_after_redelivery", sourceId: timer.id, trigger: "manual", event: { fresh: true } }),
+      ]);
+    } finally {
+      await bus.close();
+    }
+
+    await server.start();
+    client = server.client();
+    const echoed = await eventually("the fresh echo invocation", async () => {
+      const got = await events(client, echo.id);
+      return got.some((e) => e.event.n === "fresh") ? got : undefined;
+    });
+    expect(echoed.filter((e) => e.event.n === "redelivered"), "the redelivered HTTP invocation ran again").to.deep.equal([]);
+    expect(echoed.length).to.equal(echoBefore + 1);
+    const ticked = await eventually("the fresh timer invocation", async () => {
+      const got = await events(client, timer.id);
+      return got.some((e) => e.event.fresh === true) ? got : undefined;
+    });
+    expect(ticked.filter((e) => e.event.redelivered === true), "the redelivered timer tick ran again").to.deep.equal([]);
+  });
+});

@@ -11,6 +11,7 @@ import { claimName } from "../../commands/names/claim.js";
 import { releaseName } from "../../commands/names/release.js";
 import { emitterStream, sourceDbStream } from "../../commands/emitters/emitter.js";
 import { logsStream, type RunTrigger } from "../../commands/emitters/runLog.js";
+import { timerStream } from "../scheduler/timers.js";
 import type { SourceRow, SourcesReadModel } from "../readModels/sources.js";
 import type { ComponentCache, LoadedComponent } from "../runner/components.js";
 import type { Execution, RunnableSource, SourceRunner } from "../runner/sourceRunner.js";
@@ -130,7 +131,7 @@ export class SourceLifecycle {
       { id: row.id, at: seconds(this.deps.clock) }, { metadata: input.metadata });
     await this.#releaseSlug(row.owner_id, row.name_slug, row.id, input.metadata);
     // Its events, state and logs go with it.
-    for (const stream of [emitterStream(row.id), sourceDbStream(row.id), logsStream(row.id)]) {
+    for (const stream of [emitterStream(row.id), sourceDbStream(row.id), logsStream(row.id), timerStream(row.id)]) {
       const revision = await this.deps.store.streamRevision(stream);
       if (revision !== undefined) await this.deps.store.truncateBefore(stream, revision + 1);
     }

@@ -1,6 +1,7 @@
 import type { Projection } from "../src/projector/projection.js";
 import type { ApiKeyEvent } from "../commands/apiKeys/apiKey.js";
 import { bumpCount, countTable } from "./counts.js";
+import { statement } from "../src/readModels/statements.js";
 
 export const apiKeysProjection: Projection = {
   name: "api_keys",
@@ -19,7 +20,7 @@ export const apiKeysProjection: Projection = {
     switch (event.type) {
       case "ApiKeyIssued": {
         const d = event.data;
-        db.prepare("INSERT INTO api_keys (id, user_id, hash, name, created_at, seq) VALUES (?, ?, ?, ?, ?, ?)").run(
+        statement(db, "INSERT INTO api_keys (id, user_id, hash, name, created_at, seq) VALUES (?, ?, ?, ?, ?, ?)").run(
           d.id, d.userId, d.hash, d.name, d.at, recorded.position,
         );
         bumpCount(db, "api_key_counts", d.userId, 1);
@@ -27,7 +28,7 @@ export const apiKeysProjection: Projection = {
       }
       case "ApiKeyRevoked":
         // Listings show usable keys only; the decider emits one revocation per key.
-        db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ?").run(event.data.at, event.data.id);
+        statement(db, "UPDATE api_keys SET revoked_at = ? WHERE id = ?").run(event.data.at, event.data.id);
         bumpCount(db, "api_key_counts", event.data.userId, -1);
         break;
     }

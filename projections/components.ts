@@ -1,6 +1,7 @@
 import semver from "semver";
 import type { Projection } from "../src/projector/projection.js";
 import { REGISTRY_OWNER, type ComponentEvent } from "../commands/components/component.js";
+import { statement } from "../src/readModels/statements.js";
 
 export const componentsProjection: Projection = {
   name: "components",
@@ -21,7 +22,7 @@ export const componentsProjection: Projection = {
   apply(db, recorded) {
     const event = { type: recorded.type, data: recorded.data } as ComponentEvent;
     const d = event.data;
-    db.prepare(
+    statement(db, 
       `INSERT INTO components (id, owner_id, key, name, version, type, description, code, code_hash, url,
         configurable_props, meta, created_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
@@ -29,13 +30,12 @@ export const componentsProjection: Projection = {
       JSON.stringify(d.configurableProps), JSON.stringify(d.meta), d.at, recorded.position,
     );
     if (!d.key) return;
-    const current = db
-      .prepare<[string, string], { version: string }>("SELECT version FROM component_keys WHERE owner_id = ? AND key = ?")
+    const current = statement<[string, string], { version: string }>(db, "SELECT version FROM component_keys WHERE owner_id = ? AND key = ?")
       .get(d.ownerId, d.key);
     const replaces =
       !current || d.ownerId !== REGISTRY_OWNER || !semver.valid(current.version) || semver.gte(d.version, current.version);
     if (replaces) {
-      db.prepare(
+      statement(db, 
         `INSERT INTO component_keys (owner_id, key, component_id, version) VALUES (?, ?, ?, ?)
          ON CONFLICT(owner_id, key) DO UPDATE SET component_id = excluded.component_id, version = excluded.version`,
       ).run(d.ownerId, d.key, d.id, d.version);

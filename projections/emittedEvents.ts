@@ -3,6 +3,7 @@ import type { Projection } from "../src/projector/projection.js";
 import type { EmitterEvent } from "../commands/emitters/emitter.js";
 import type { SourceDeleted } from "../commands/sources/source.js";
 import { parseEventId } from "../src/runner/eventIds.js";
+import { statement } from "../src/readModels/statements.js";
 
 /** Events kept and listable per emitter (the seed's "last 100"). */
 export const KEPT_EVENTS = 100;
@@ -24,7 +25,7 @@ export const emittedEventsProjection: Projection = {
   handles: new Set(["EventEmitted", "EventsDeleted", "SourceDeleted"]),
   apply(db, recorded) {
     if (recorded.type === "SourceDeleted") {
-      db.prepare("DELETE FROM emitted_events WHERE emitter_id = ?").run((recorded.data as SourceDeleted["data"]).id);
+      statement(db, "DELETE FROM emitted_events WHERE emitter_id = ?").run((recorded.data as SourceDeleted["data"]).id);
       return;
     }
     const event = { type: recorded.type, data: recorded.data } as EmitterEvent;
@@ -32,7 +33,7 @@ export const emittedEventsProjection: Projection = {
       case "EventEmitted": {
         const d = event.data;
         const id = parseEventId(d.id)!;
-        db.prepare(
+        statement(db, 
           `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts, indexed_at_ms,
             invocation_id, seq, stream_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
@@ -52,7 +53,7 @@ export const emittedEventsProjection: Projection = {
 };
 
 function trim(db: Database, emitterId: string): void {
-  db.prepare(
+  statement(db, 
     `DELETE FROM emitted_events WHERE emitter_id = ? AND seq < (
        SELECT seq FROM emitted_events WHERE emitter_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
   ).run(emitterId, emitterId, KEPT_EVENTS - 1);
@@ -72,5 +73,5 @@ function markDeleted(db: Database, emitterId: string, startId: string | null, en
     conditions.push("(ms < ? OR (ms = ? AND n <= ?))");
     params.push(end.ms, end.ms, end.seq);
   }
-  db.prepare(`UPDATE emitted_events SET deleted = 1 WHERE ${conditions.join(" AND ")}`).run(...params);
+  statement(db, `UPDATE emitted_events SET deleted = 1 WHERE ${conditions.join(" AND ")}`).run(...params);
 }

@@ -1,5 +1,6 @@
 import type { Projection } from "../src/projector/projection.js";
 import type { OrgEvent } from "../commands/orgs/org.js";
+import { statement } from "../src/readModels/statements.js";
 
 export const orgsProjection: Projection = {
   name: "orgs",
@@ -20,13 +21,13 @@ export const orgsProjection: Projection = {
     switch (event.type) {
       case "OrgCreated": {
         const d = event.data;
-        db.prepare("INSERT INTO orgs (id, name, orgname, email, owner_id, created_at) VALUES (?, ?, ?, ?, ?, ?)").run(
+        statement(db, "INSERT INTO orgs (id, name, orgname, email, owner_id, created_at) VALUES (?, ?, ?, ?, ?, ?)").run(
           d.id, d.name, d.orgname, d.email, d.ownerId, d.at,
         );
         break;
       }
       case "OrgMemberAdded":
-        db.prepare("INSERT OR IGNORE INTO org_members (org_id, user_id, role, seq) VALUES (?, ?, ?, ?)").run(
+        statement(db, "INSERT OR IGNORE INTO org_members (org_id, user_id, role, seq) VALUES (?, ?, ?, ?)").run(
           event.data.id, event.data.userId, event.data.role, recorded.position,
         );
         break;

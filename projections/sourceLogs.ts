@@ -1,6 +1,7 @@
 import type { Projection } from "../src/projector/projection.js";
 import type { RunLogged } from "../commands/emitters/runLog.js";
 import type { SourceDeleted } from "../commands/sources/source.js";
+import { statement } from "../src/readModels/statements.js";
 
 export const KEPT_RUN_LOGS = 100;
 
@@ -18,18 +19,18 @@ export const sourceLogsProjection: Projection = {
   handles: new Set(["RunLogged", "SourceDeleted"]),
   apply(db, recorded) {
     if (recorded.type === "SourceDeleted") {
-      db.prepare("DELETE FROM source_logs WHERE source_id = ?").run((recorded.data as SourceDeleted["data"]).id);
+      statement(db, "DELETE FROM source_logs WHERE source_id = ?").run((recorded.data as SourceDeleted["data"]).id);
       return;
     }
     const d = recorded.data as RunLogged["data"];
-    db.prepare(
+    statement(db, 
       `INSERT OR IGNORE INTO source_logs (source_id, invocation_id, trigger, started_ms, ended_ms, compute_ms, ok, error, lines, seq, stream_revision)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       d.sourceId, d.invocationId, d.trigger, d.startedMs, d.endedMs, Math.round(d.computeMs), d.ok ? 1 : 0,
       d.error ? JSON.stringify(d.error) : null, JSON.stringify(d.lines), recorded.position, recorded.revision,
     );
-    db.prepare(
+    statement(db, 
       `DELETE FROM source_logs WHERE source_id = ? AND seq < (
          SELECT seq FROM source_logs WHERE source_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
     ).run(d.sourceId, d.sourceId, KEPT_RUN_LOGS - 1);

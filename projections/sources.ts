@@ -1,6 +1,7 @@
 import type { Projection } from "../src/projector/projection.js";
 import type { SourceEvent } from "../commands/sources/source.js";
 import { bumpCount, countTable } from "./counts.js";
+import { statement } from "../src/readModels/statements.js";
 
 export const sourcesProjection: Projection = {
   name: "sources",
@@ -20,7 +21,7 @@ export const sourcesProjection: Projection = {
     switch (event.type) {
       case "SourceDeployed": {
         const d = event.data;
-        db.prepare(
+        statement(db, 
           `INSERT INTO sources (id, owner_id, creator_id, component_id, name, name_slug, endpoint_id, configured_props,
             active, created_at, updated_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
@@ -32,14 +33,14 @@ export const sourcesProjection: Projection = {
       }
       case "SourceUpdated": {
         const d = event.data;
-        db.prepare(
+        statement(db, 
           `UPDATE sources SET component_id = ?, name = ?, name_slug = ?, configured_props = ?, active = ?, updated_at = ?
            WHERE id = ?`,
         ).run(d.componentId, d.name, d.nameSlug, JSON.stringify(d.configuredProps), d.active ? 1 : 0, d.at, d.id);
         break;
       }
       case "SourceDeleted":
-        db.prepare("DELETE FROM sources WHERE id = ?").run(event.data.id);
+        statement(db, "DELETE FROM sources WHERE id = ?").run(event.data.id);
         bumpCount(db, "source_counts", event.data.ownerId, -1);
         break;
     }

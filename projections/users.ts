@@ -1,5 +1,6 @@
 import type { Projection } from "../src/projector/projection.js";
 import type { UserEvent } from "../commands/users/user.js";
+import { statement } from "../src/readModels/statements.js";
 
 export const usersProjection: Projection = {
   name: "users",
@@ -16,13 +17,13 @@ export const usersProjection: Projection = {
     switch (event.type) {
       case "UserCreated": {
         const d = event.data;
-        db.prepare(
+        statement(db, 
           "INSERT INTO users (id, username, email, plan, operator, plan_since, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         ).run(d.id, d.username, d.email, d.plan, d.operator ? 1 : 0, d.at, d.at, d.at);
         break;
       }
       case "UserPlanChanged":
-        db.prepare("UPDATE users SET plan = ?, plan_since = ?, updated_at = ? WHERE id = ?").run(
+        statement(db, "UPDATE users SET plan = ?, plan_since = ?, updated_at = ? WHERE id = ?").run(
           event.data.plan, event.data.at, event.data.at, event.data.id,
         );
         break;

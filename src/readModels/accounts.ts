@@ -1,4 +1,5 @@
 import type { Database } from "better-sqlite3";
+import { statement } from "./statements.js";
 
 export interface UserRow {
   id: string;
@@ -32,8 +33,7 @@ export class AccountsReadModel {
   constructor(private readonly db: Database) {}
 
   userByKeyHash(hash: string): { userId: string; keyId: string; operator: boolean } | undefined {
-    const row = this.db
-      .prepare<[string], { user_id: string; id: string; operator: number }>(
+    const row = statement<[string], { user_id: string; id: string; operator: number }>(this.db, 
         `SELECT k.user_id, k.id, u.operator FROM api_keys k JOIN users u ON u.id = k.user_id
          WHERE k.hash = ? AND k.revoked_at IS NULL`,
       )
@@ -42,26 +42,25 @@ export class AccountsReadModel {
   }
 
   user(id: string): UserRow | undefined {
-    return this.db.prepare<[string], UserRow>("SELECT * FROM users WHERE id = ?").get(id);
+    return statement<[string], UserRow>(this.db, "SELECT * FROM users WHERE id = ?").get(id);
   }
 
   orgsOf(userId: string): OrgRow[] {
-    return this.db
-      .prepare<[string], OrgRow>(
+    return statement<[string], OrgRow>(this.db, 
         `SELECT o.* FROM org_members m JOIN orgs o ON o.id = m.org_id WHERE m.user_id = ? ORDER BY m.seq`,
       )
       .all(userId);
   }
 
   isMember(userId: string, orgId: string): boolean {
-    return this.db.prepare("SELECT 1 FROM org_members WHERE org_id = ? AND user_id = ?").get(orgId, userId) !== undefined;
+    return statement(this.db, "SELECT 1 FROM org_members WHERE org_id = ? AND user_id = ?").get(orgId, userId) !== undefined;
   }
 
   org(id: string): OrgRow | undefined {
-    return this.db.prepare<[string], OrgRow>("SELECT * FROM orgs WHERE id = ?").get(id);
+    return statement<[string], OrgRow>(this.db, "SELECT * FROM orgs WHERE id = ?").get(id);
   }
 
   apiKey(id: string): ApiKeyRow | undefined {
-    return this.db.prepare<[string], ApiKeyRow>("SELECT * FROM api_keys WHERE id = ?").get(id);
+    return statement<[string], ApiKeyRow>(this.db, "SELECT * FROM api_keys WHERE id = ?").get(id);
   }
 }

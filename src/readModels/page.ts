@@ -1,4 +1,5 @@
 import type { Database } from "better-sqlite3";
+import { statement } from "./statements.js";
 
 /** A decoded page request: positions are the listing's sort key (a log position, `seq`). */
 export interface PageRequest {
@@ -27,23 +28,20 @@ export function keysetPage<Row extends { seq: number }>(
   const order = query.order.toUpperCase();
   let rows: Row[];
   if (page.before !== undefined) {
-    rows = db
-      .prepare(`SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${backward} ? ORDER BY seq ${reversed} LIMIT ?`)
+    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${backward} ? ORDER BY seq ${reversed} LIMIT ?`)
       .all(...query.params, page.before, page.limit) as Row[];
     rows.reverse();
   } else if (page.after !== undefined) {
-    rows = db
-      .prepare(`SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${forward} ? ORDER BY seq ${order} LIMIT ?`)
+    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${forward} ? ORDER BY seq ${order} LIMIT ?`)
       .all(...query.params, page.after, page.limit) as Row[];
   } else {
-    rows = db
-      .prepare(`SELECT * FROM ${query.from} WHERE ${query.where} ORDER BY seq ${order} LIMIT ?`)
+    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} ORDER BY seq ${order} LIMIT ?`)
       .all(...query.params, page.limit) as Row[];
   }
   return { rows, total: query.total };
 }
 
 export function countOf(db: Database, table: string, owner: string): number {
-  const row = db.prepare<[string], { n: number }>(`SELECT n FROM ${table} WHERE owner = ?`).get(owner);
+  const row = statement<[string], { n: number }>(db, `SELECT n FROM ${table} WHERE owner = ?`).get(owner);
   return row?.n ?? 0;
 }

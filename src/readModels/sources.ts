@@ -1,5 +1,6 @@
 import type { Database } from "better-sqlite3";
 import { countOf, keysetPage, type Page, type PageRequest } from "./page.js";
+import { statement } from "./statements.js";
 
 export interface SourceRow {
   id: string;
@@ -64,11 +65,11 @@ export class SourcesReadModel {
   constructor(private readonly db: Database) {}
 
   source(id: string): SourceRow | undefined {
-    return this.db.prepare<[string], SourceRow>("SELECT * FROM sources WHERE id = ?").get(id);
+    return statement<[string], SourceRow>(this.db, "SELECT * FROM sources WHERE id = ?").get(id);
   }
 
   sourceByEndpoint(endpointId: string): SourceRow | undefined {
-    return this.db.prepare<[string], SourceRow>("SELECT * FROM sources WHERE endpoint_id = ?").get(endpointId);
+    return statement<[string], SourceRow>(this.db, "SELECT * FROM sources WHERE endpoint_id = ?").get(endpointId);
   }
 
   sourcesOf(ownerId: string, page: PageRequest): Page<SourceRow> {
@@ -79,28 +80,26 @@ export class SourcesReadModel {
 
   /** Every active source with a timer prop value, for the scheduler. */
   activeSources(): SourceRow[] {
-    return this.db.prepare<[], SourceRow>("SELECT * FROM sources WHERE active = 1").all();
+    return statement<[], SourceRow>(this.db, "SELECT * FROM sources WHERE active = 1").all();
   }
 
   slugTaken(ownerId: string, slug: string): boolean {
-    return this.db.prepare("SELECT 1 FROM sources WHERE owner_id = ? AND name_slug = ?").get(ownerId, slug) !== undefined;
+    return statement(this.db, "SELECT 1 FROM sources WHERE owner_id = ? AND name_slug = ?").get(ownerId, slug) !== undefined;
   }
 
   component(id: string): ComponentRow | undefined {
-    return this.db.prepare<[string], ComponentRow>("SELECT * FROM components WHERE id = ?").get(id);
+    return statement<[string], ComponentRow>(this.db, "SELECT * FROM components WHERE id = ?").get(id);
   }
 
   componentByKey(ownerId: string, key: string): ComponentRow | undefined {
-    return this.db
-      .prepare<[string, string], ComponentRow>(
+    return statement<[string, string], ComponentRow>(this.db, 
         "SELECT c.* FROM component_keys k JOIN components c ON c.id = k.component_id WHERE k.owner_id = ? AND k.key = ?",
       )
       .get(ownerId, key);
   }
 
   componentByHash(ownerId: string, codeHash: string, url: string | null): ComponentRow | undefined {
-    return this.db
-      .prepare<[string, string, string | null], ComponentRow>(
+    return statement<[string, string, string | null], ComponentRow>(this.db, 
         "SELECT * FROM components WHERE owner_id = ? AND code_hash = ? AND url IS ? ORDER BY seq DESC LIMIT 1",
       )
       .get(ownerId, codeHash, url);
@@ -110,46 +109,41 @@ export class SourcesReadModel {
   events(emitterId: string, page: PageRequest, channel?: string): Page<EmittedEventRow> {
     const where = channel === undefined ? "emitter_id = ? AND deleted = 0" : "emitter_id = ? AND deleted = 0 AND channel = ?";
     const params = channel === undefined ? [emitterId] : [emitterId, channel];
-    const total = this.db
-      .prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM emitted_events WHERE ${where}`)
+    const total = statement<unknown[], { n: number }>(this.db, `SELECT COUNT(*) AS n FROM emitted_events WHERE ${where}`)
       .get(...params)!.n;
     return keysetPage<EmittedEventRow>(this.db, { from: "emitted_events", where, params, order: "desc", total }, page);
   }
 
   /** Events after a given event id, oldest first: SSE resume (Last-Event-ID). */
   eventsAfter(emitterId: string, afterSeq: number): EmittedEventRow[] {
-    return this.db
-      .prepare<[string, number], EmittedEventRow>(
+    return statement<[string, number], EmittedEventRow>(this.db, 
         "SELECT * FROM emitted_events WHERE emitter_id = ? AND deleted = 0 AND seq > ? ORDER BY seq ASC",
       )
       .all(emitterId, afterSeq);
   }
 
   eventSeq(emitterId: string, eventId: string): number | undefined {
-    return this.db
-      .prepare<[string, string], { seq: number }>("SELECT seq FROM emitted_events WHERE emitter_id = ? AND id = ?")
+    return statement<[string, string], { seq: number }>(this.db, "SELECT seq FROM emitted_events WHERE emitter_id = ? AND id = ?")
       .get(emitterId, eventId)?.seq;
   }
 
   /** The oldest kept event's stream revision: log retention may truncate before it. */
   oldestKeptRevision(emitterId: string): { revision: number; count: number } | undefined {
-    return this.db
-      .prepare<[string], { revision: number; count: number }>(
+    return statement<[string], { revision: number; count: number }>(this.db, 
         "SELECT MIN(stream_revision) AS revision, COUNT(*) AS count FROM emitted_events WHERE emitter_id = ? HAVING COUNT(*) > 0",
       )
       .get(emitterId);
   }
 
   oldestKeptLogRevision(sourceId: string): { revision: number; count: number } | undefined {
-    return this.db
-      .prepare<[string], { revision: number; count: number }>(
+    return statement<[string], { revision: number; count: number }>(this.db, 
         "SELECT MIN(stream_revision) AS revision, COUNT(*) AS count FROM source_logs WHERE source_id = ? HAVING COUNT(*) > 0",
       )
       .get(sourceId);
   }
 
   logs(sourceId: string, page: PageRequest): Page<RunLogRow> {
-    const total = this.db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM source_logs WHERE source_id = ?").get(sourceId)!.n;
+    const total = statement<[string], { n: number }>(this.db, "SELECT COUNT(*) AS n FROM source_logs WHERE source_id = ?").get(sourceId)!.n;
     return keysetPage<RunLogRow>(this.db, { from: "source_logs", where: "source_id = ?", params: [sourceId], order: "desc", total }, page);
   }
 }

@@ -1,4 +1,5 @@
 import type { Database } from "better-sqlite3";
+import { statement } from "./statements.js";
 
 const DAY_MS = 86_400_000;
 
@@ -21,8 +22,7 @@ export class UsageReadModel {
 
   /** Invocations and compute milliseconds of the UTC day containing `nowMs`. */
   today(userId: string, nowMs: number): { invocations: number; computeMs: number } {
-    const row = this.db
-      .prepare<[string, number], { invocations: number; compute_ms: number }>(
+    const row = statement<[string, number], { invocations: number; compute_ms: number }>(this.db, 
         "SELECT invocations, compute_ms FROM usage_daily WHERE user_id = ? AND day = ?",
       )
       .get(userId, Math.floor(nowMs / DAY_MS));
@@ -30,8 +30,7 @@ export class UsageReadModel {
   }
 
   invocationsBetween(userId: string, startMs: number, endMs: number): number {
-    const row = this.db
-      .prepare<[string, number, number], { n: number | null }>(
+    const row = statement<[string, number, number], { n: number | null }>(this.db, 
         "SELECT SUM(invocations) AS n FROM usage_daily WHERE user_id = ? AND day >= ? AND day < ?",
       )
       .get(userId, Math.floor(startMs / DAY_MS), Math.floor(endMs / DAY_MS));

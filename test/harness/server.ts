@@ -94,6 +94,11 @@ export class TestServer {
     };
   }
 
+  /** Scaled mode: the deployment this server belongs to. */
+  get cluster(): Cluster | undefined {
+    return this.#cluster;
+  }
+
   get pid(): number | undefined {
     return this.#child?.pid;
   }

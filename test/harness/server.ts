@@ -103,7 +103,7 @@ export class TestServer {
     return this.#child?.pid;
   }
 
-  /** Starts the process and resolves with its base URL once it prints that it listens. */
+  /** Starts the process and resolves with its base URL once it prints that it listens ("" without the api role). */
   async start(timeoutMs = 30_000): Promise<string> {
     this.output = "";
     if (this.#cluster && !this.#bus) {
@@ -124,10 +124,11 @@ export class TestServer {
       const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${this.output}`)), timeoutMs);
       child.stdout!.on("data", (chunk: Buffer) => {
         this.output += chunk.toString();
-        const match = /Headwater listening on (\S+)/.exec(this.output);
+        // A node without the api role serves no HTTP: it says so instead, and its url stays "".
+        const match = /Headwater listening on (\S+)|Headwater node running without the api role/.exec(this.output);
         if (match) {
           clearTimeout(timer);
-          resolve(match[1]!);
+          resolve(match[1] ?? "");
         }
       });
       child.once("exit", (code) => {

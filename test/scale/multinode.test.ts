@@ -33,6 +33,12 @@ const ticker = `export default {
   async run(event) { this.$emit({ tick: event.timestamp }, { summary: String(event.timestamp) }); },
 };`;
 
+const many = `export default {
+  name: "Many", version: "1.0.0",
+  props: { http: "$.interface.http" },
+  async run(event) { for (let i = 0; i < event.count; i++) this.$emit({ n: event.n, i }, { summary: event.n + "." + i }); },
+};`;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Every page of a listing, oldest first for resources (the API's order). */
@@ -282,6 +288,22 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
     expect(gaps, `ticks one second apart: ${ticks.join(",")}`).to.deep.equal([]);
     expect(ticks[0]! * 1000, "ticking before the kill").to.be.lessThan(killedAt);
     expect(ticks[ticks.length - 1]! * 1000, "ticking after the restart").to.be.greaterThan(restartedAt);
+
+    // Retention on both projector nodes: a source past its kept window, written through both.
+    const bulky = (await a.client().post("/v1/sources", { component_code: many, name: "bulky" })).body.data;
+    for (let n = 0; n < 16; n++) {
+      const r = await nodes[n % 2]!.client().post(`/v1/sources/${bulky.id}/run`, { event: { n, count: 10 } });
+      expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    }
+    const store = await openEventStore(cluster.eventStore);
+    try {
+      await eventually(async () => {
+        const kept = (await store.readStream(`emitter-${bulky.id}`)).filter((e) => e.type === "EventEmitted");
+        return kept.length === 100 ? true : undefined;
+      }, 20_000, "the log truncated to the kept window");
+    } finally {
+      await store.close();
+    }
 
     // Both nodes give the same listings.
     const snapshot = async (client: ApiClient) => {

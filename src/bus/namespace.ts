@@ -7,8 +7,13 @@ const namespacePattern = /^[A-Za-z0-9_-]{1,100}$/;
  * `<namespace>.` in front, and records come back with the names the caller used. Names inside
  * messages (the reply-to header) stay un-prefixed, since every reader goes through the same view.
  */
-export function namespacedBus(bus: Bus, namespace: string): Bus {
+export function checkNamespace(namespace: string): string {
   if (!namespacePattern.test(namespace)) throw new RangeError(`bus namespace must match ${namespacePattern}, got ${JSON.stringify(namespace)}`);
+  return namespace;
+}
+
+export function namespacedBus(bus: Bus, namespace: string): Bus {
+  checkNamespace(namespace);
   const prefix = `${namespace}.`;
   const outer = (topic: string) => prefix + topic;
   const inner = (topic: string) => (topic.startsWith(prefix) ? topic.slice(prefix.length) : topic);

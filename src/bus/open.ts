@@ -1,7 +1,7 @@
 import type { Bus } from "./bus.js";
 import { openEmbeddedBus } from "./embedded/index.js";
 import { openKafkaBus } from "./kafka/index.js";
-import { namespacedBus } from "./namespace.js";
+import { checkNamespace, namespacedBus } from "./namespace.js";
 
 /**
  * Chooses the bus from HEADWATER_BUS: `embedded` (a SQLite log in the data directory) or
@@ -17,8 +17,8 @@ export async function openBus(url: string, options: { file: string; clientId: st
     if (unknown.length > 0) throw new Error(`HEADWATER_BUS "${url}": unknown parameter ${unknown.join(", ")} (only namespace)`);
     const brokers = list.split(",").map((b) => b.trim().replace(/\/+$/, "")).filter((b) => b !== "");
     if (brokers.length === 0) throw new Error(`HEADWATER_BUS "${url}" names no broker`);
+    const namespace = params.has("namespace") ? checkNamespace(params.get("namespace")!) : undefined;
     const bus = await openKafkaBus({ brokers, clientId: options.clientId });
-    const namespace = params.get("namespace");
     return namespace ? namespacedBus(bus, namespace) : bus;
   }
   throw new Error(`HEADWATER_BUS must be "embedded" or kafka://host:port[?namespace=name], got "${url}"`);

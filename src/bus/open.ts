@@ -1,14 +1,25 @@
 import type { Bus } from "./bus.js";
 import { openEmbeddedBus } from "./embedded/index.js";
 import { openKafkaBus } from "./kafka/index.js";
+import { checkNamespace, namespacedBus } from "./namespace.js";
 
-/** Chooses the bus from HEADWATER_BUS: `embedded` (a SQLite log in the data directory) or `kafka://host:port[,host:port]`. */
+/**
+ * Chooses the bus from HEADWATER_BUS: `embedded` (a SQLite log in the data directory) or
+ * `kafka://host:port[,host:port][?namespace=name]`; the namespace prefixes every topic and group,
+ * so several deployments can share one Kafka cluster.
+ */
 export async function openBus(url: string, options: { file: string; clientId: string }): Promise<Bus> {
   if (url === "embedded") return openEmbeddedBus({ file: options.file });
   if (url.startsWith("kafka://")) {
-    const brokers = url.slice("kafka://".length).split(",").map((b) => b.trim()).filter((b) => b !== "");
+    const [list = "", query = ""] = url.slice("kafka://".length).split("?", 2);
+    const params = new URLSearchParams(query);
+    const unknown = [...params.keys()].filter((k) => k !== "namespace");
+    if (unknown.length > 0) throw new Error(`HEADWATER_BUS "${url}": unknown parameter ${unknown.join(", ")} (only namespace)`);
+    const brokers = list.split(",").map((b) => b.trim().replace(/\/+$/, "")).filter((b) => b !== "");
     if (brokers.length === 0) throw new Error(`HEADWATER_BUS "${url}" names no broker`);
-    return openKafkaBus({ brokers, clientId: options.clientId });
+    const namespace = params.has("namespace") ? checkNamespace(params.get("namespace")!) : undefined;
+    const bus = await openKafkaBus({ brokers, clientId: options.clientId });
+    return namespace ? namespacedBus(bus, namespace) : bus;
   }
-  throw new Error(`HEADWATER_BUS must be "embedded" or kafka://host:port, got "${url}"`);
+  throw new Error(`HEADWATER_BUS must be "embedded" or kafka://host:port[?namespace=name], got "${url}"`);
 }

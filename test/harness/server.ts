@@ -3,8 +3,34 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { randomBytes } from "node:crypto";
+import { sharedKafka } from "./kafka.js";
+import { postgresStoreUrl } from "./postgres.js";
 
 // Starts the real server process (dist/src/cli/main.js start) on a temporary data directory.
+//
+// Two modes, chosen by HEADWATER_TEST_MODE (or per server with `mode`):
+// - embedded (default): the SQLite log and the embedded bus in the data directory;
+// - scaled: a PostgreSQL event store (a fresh schema per server on the test database) and the
+//   shared Kafka broker of this mocha run (a bus namespace per server), as a scaled-out node runs.
+export type TestMode = "embedded" | "scaled";
+
+export function testMode(): TestMode {
+  const mode = process.env.HEADWATER_TEST_MODE || "embedded";
+  if (mode !== "embedded" && mode !== "scaled") throw new Error(`HEADWATER_TEST_MODE must be embedded or scaled, got "${mode}"`);
+  return mode;
+}
+
+/** What several scaled nodes share to form one deployment: the log and the bus namespace. */
+export interface Cluster {
+  readonly eventStore: string;
+  readonly busNamespace: string;
+}
+
+/** A new deployment: a schema of its own and a bus namespace of its own. */
+export function newCluster(): Cluster {
+  return { eventStore: postgresStoreUrl(), busNamespace: `t${randomBytes(6).toString("hex")}` };
+}
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 export const cliEntry = path.join(repoRoot, "dist", "src", "cli", "main.js");
@@ -24,6 +50,10 @@ export interface ServerOptions {
   readonly dataDir?: string;
   readonly env?: Record<string, string>;
   readonly bootstrapKey?: string;
+  /** Defaults to HEADWATER_TEST_MODE. */
+  readonly mode?: TestMode;
+  /** Scaled mode: join this deployment (multi-node tests); default a new one per server. */
+  readonly cluster?: Cluster;
 }
 
 export class TestServer {
@@ -33,10 +63,21 @@ export class TestServer {
   output = "";
   readonly dataDir: string;
   readonly bootstrapKey: string;
+  readonly mode: TestMode;
+  /** The log this server uses, as HEADWATER_EVENT_STORE names it (open it with openEventStore). */
+  readonly eventStoreUrl: string;
+  /** Stable across restarts of this server, unique per server. */
+  readonly nodeId: string;
+  readonly #cluster: Cluster | undefined;
+  #bus: string | undefined;
 
   constructor(private readonly options: ServerOptions = {}) {
     this.dataDir = options.dataDir ?? tempDataDir();
     this.bootstrapKey = options.bootstrapKey ?? newKey();
+    this.mode = options.mode ?? testMode();
+    this.nodeId = `n${randomBytes(6).toString("hex")}`;
+    this.#cluster = this.mode === "scaled" ? (options.cluster ?? newCluster()) : undefined;
+    this.eventStoreUrl = this.#cluster?.eventStore ?? `sqlite:${path.join(this.dataDir, "events.db")}`;
   }
 
   get env(): Record<string, string> {
@@ -46,17 +87,29 @@ export class TestServer {
       PORT: "0",
       HEADWATER_DATA_DIR: this.dataDir,
       HEADWATER_BOOTSTRAP_KEY: this.bootstrapKey,
+      HEADWATER_NODE_ID: this.nodeId,
+      ...(this.#cluster ? { HEADWATER_EVENT_STORE: this.#cluster.eventStore } : {}),
+      ...(this.#bus ? { HEADWATER_BUS: this.#bus } : {}),
       ...(this.options.env ?? {}),
     };
+  }
+
+  /** Scaled mode: the deployment this server belongs to. */
+  get cluster(): Cluster | undefined {
+    return this.#cluster;
   }
 
   get pid(): number | undefined {
     return this.#child?.pid;
   }
 
-  /** Starts the process and resolves with its base URL once it prints that it listens. */
+  /** Starts the process and resolves with its base URL once it prints that it listens ("" without the api role). */
   async start(timeoutMs = 30_000): Promise<string> {
     this.output = "";
+    if (this.#cluster && !this.#bus) {
+      const kafka = await sharedKafka();
+      this.#bus = `kafka://${kafka.brokers.join(",")}?namespace=${this.#cluster.busNamespace}`;
+    }
     const child = spawn(process.execPath, ["--no-node-snapshot", "--enable-source-maps", cliEntry, "start"], {
       env: this.env,
       stdio: ["ignore", "pipe", "pipe"],
@@ -71,10 +124,11 @@ export class TestServer {
       const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${this.output}`)), timeoutMs);
       child.stdout!.on("data", (chunk: Buffer) => {
         this.output += chunk.toString();
-        const match = /Headwater listening on (\S+)/.exec(this.output);
+        // A node without the api role serves no HTTP: it says so instead, and its url stays "".
+        const match = /Headwater listening on (\S+)|Headwater node running without the api role/.exec(this.output);
         if (match) {
           clearTimeout(timer);
-          resolve(match[1]!);
+          resolve(match[1] ?? "");
         }
       });
       child.once("exit", (code) => {

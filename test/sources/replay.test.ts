@@ -1,7 +1,6 @@
 import { expect } from "chai";
-import path from "node:path";
 import { TestServer, type ApiClient } from "../harness/server.js";
-import { openSqliteEventStore } from "../../src/store/sqlite/sqliteEventStore.js";
+import { openEventStore } from "../../src/store/open.js";
 
 const emitter = `export default {
   name: "Replay emitter", version: "1.0.0", dedupe: "unique",
@@ -58,7 +57,7 @@ describe("sources: retention and replay (real server)", function () {
     expect((before.logs as { data: unknown[] }).data).to.have.length(27);
     await server.stop();
 
-    const store = openSqliteEventStore({ file: path.join(server.dataDir, "events.db") });
+    const store = await openEventStore(server.eventStoreUrl);
     const kept = await store.readStream(`emitter-${a.id}`);
     await store.close();
     const emitted = kept.filter((e) => e.type === "EventEmitted");

@@ -88,8 +88,9 @@ class KafkaBus implements Bus {
       // Resolves false when another node created them first, which is just as good.
       await admin.createTopics({
         topics: missing.map(({ name, partitions }) => ({ topic: name, numPartitions: partitions })),
-        waitForLeaders: true,
+        waitForLeaders: false,
       });
+      await waitForLeaders(admin, missing.map(({ name }) => name));
     }
     for (const { name } of topics) this.knownTopics.add(name);
   }
@@ -362,6 +363,26 @@ const rebalanceErrors = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", 
 /** The group moved on: this member must rejoin, and its partitions may belong to another now. */
 function isRebalance(error: unknown): boolean {
   return rebalanceErrors.has((error as { type?: string } | undefined)?.type ?? "");
+}
+
+/**
+ * Waits until every partition of new topics has a leader. kafkajs's own `waitForLeaders` gives up
+ * when a KRaft broker has not yet heard of the topic (UNKNOWN_TOPIC_OR_PARTITION right after its
+ * creation), which failed node starts; here every retriable metadata error means "not yet".
+ */
+async function waitForLeaders(admin: kafkajs.Admin, topics: readonly string[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const metadata = await admin.fetchTopicMetadata({ topics: [...topics] });
+      const led = metadata.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0));
+      if (led && metadata.topics.length === topics.length) return;
+    } catch (error) {
+      if (!(error as { retriable?: boolean }).retriable || Date.now() > deadline) throw error;
+    }
+    if (Date.now() > deadline) throw new BusError(`topics ${topics.join(", ")} have no leader after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 function toRecord(topic: string, partition: number, message: kafkajs.KafkaMessage): BusRecord {

@@ -137,6 +137,16 @@ export class TimerScheduler {
   async #fire(entry: Entry, tick: number, onTime: boolean): Promise<void> {
     const row = this.deps.sources.source(entry.sourceId);
     if (!row || row.active !== 1) return;
+    // Another scheduler may have recorded this tick (or a later one) already: then it is not queued again.
+    const [recorded] = await this.deps.store.readStream(timerStream(entry.sourceId), { direction: "backwards", maxCount: 1 });
+    const recordedTick = (recorded?.data as TimerFired["data"] | undefined)?.tick;
+    if (recorded && recordedTick !== undefined && recordedTick >= tick) {
+      entry.revision = recorded.revision;
+      entry.last = recordedTick;
+      entry.next = entry.schedule.next(recordedTick);
+      return;
+    }
+    if (recorded) entry.revision = recorded.revision;
     const invocationId = timerInvocationId(entry.sourceId, tick);
     const refused = this.deps.quota.exceeded(row.creator_id);
     if (refused) {

@@ -1,5 +1,6 @@
 import type { Database } from "better-sqlite3";
 import { countOf, keysetPage, type Page, type PageRequest } from "./page.js";
+import { parseEventId } from "../runner/eventIds.js";
 
 export interface SourceRow {
   id: string;
@@ -116,19 +117,43 @@ export class SourcesReadModel {
     return keysetPage<EmittedEventRow>(this.db, { from: "emitted_events", where, params, order: "desc", total }, page);
   }
 
-  /** Events after a given event id, oldest first: SSE resume (Last-Event-ID). */
-  eventsAfter(emitterId: string, afterSeq: number): EmittedEventRow[] {
+  /** Kept events after a log position, oldest first, optionally one channel: SSE catch-up. */
+  eventsAfter(emitterId: string, afterSeq: number, channel: string | undefined, limit: number): EmittedEventRow[] {
+    const byChannel = channel === undefined ? "" : " AND channel = ?";
+    const params: unknown[] = channel === undefined ? [emitterId, afterSeq, limit] : [emitterId, afterSeq, channel, limit];
     return this.db
-      .prepare<[string, number], EmittedEventRow>(
-        "SELECT * FROM emitted_events WHERE emitter_id = ? AND deleted = 0 AND seq > ? ORDER BY seq ASC",
+      .prepare<unknown[], EmittedEventRow>(
+        `SELECT * FROM emitted_events WHERE emitter_id = ? AND deleted = 0 AND seq > ?${byChannel} ORDER BY seq ASC LIMIT ?`,
       )
-      .all(emitterId, afterSeq);
+      .all(...params);
   }
 
-  eventSeq(emitterId: string, eventId: string): number | undefined {
+  /**
+   * The log position an SSE client that last saw `eventId` has read up to: event ids increase per
+   * emitter, so an id no longer kept (or never issued) still finds its place; unreadable ids: 0.
+   */
+  eventCursor(emitterId: string, eventId: string): number {
+    const id = parseEventId(eventId);
+    if (!id) return 0;
     return this.db
-      .prepare<[string, string], { seq: number }>("SELECT seq FROM emitted_events WHERE emitter_id = ? AND id = ?")
-      .get(emitterId, eventId)?.seq;
+      .prepare<[string, number, number, number], { seq: number }>(
+        "SELECT COALESCE(MAX(seq), 0) AS seq FROM emitted_events WHERE emitter_id = ? AND (ms < ? OR (ms = ? AND n <= ?))",
+      )
+      .get(emitterId, id.ms, id.ms, id.seq)!.seq;
+  }
+
+  /** Kept run logs after a log position, oldest first: $logs SSE catch-up. */
+  logsAfter(sourceId: string, afterSeq: number, limit: number): RunLogRow[] {
+    return this.db
+      .prepare<[string, number, number], RunLogRow>("SELECT * FROM source_logs WHERE source_id = ? AND seq > ? ORDER BY seq ASC LIMIT ?")
+      .all(sourceId, afterSeq, limit);
+  }
+
+  /** The log position of a kept run; 0 (every kept run follows) when it is no longer kept. */
+  logCursor(sourceId: string, invocationId: string): number {
+    return this.db
+      .prepare<[string, string], { seq: number }>("SELECT seq FROM source_logs WHERE source_id = ? AND invocation_id = ?")
+      .get(sourceId, invocationId)?.seq ?? 0;
   }
 
   /** The oldest kept event's stream revision: log retention may truncate before it. */

@@ -76,8 +76,19 @@ export class SseHub {
     if (!clients) this.#byEmitter.set(client.emitterId, (clients = new Set()));
     clients.add(client);
     client.res.once("close", () => this.#remove(client));
-    client.res.on("drain", () => this.#catchUp(client));
+    client.res.on("drain", () => this.#catchUpOrDrop(client));
     this.#catchUp(client);
+  }
+
+  /** From a 'drain' event, where a throw would be uncaught (e.g. the read models closing at shutdown). */
+  #catchUpOrDrop(client: Client): void {
+    try {
+      this.#catchUp(client);
+    } catch (error) {
+      console.error("sse: catching a client up failed:", error);
+      this.#remove(client);
+      client.res.destroy();
+    }
   }
 
   /** Open streams (all sources). */

@@ -66,9 +66,11 @@ function post(agent: http.Agent, url: URL, payload: string): Promise<number> {
   });
 }
 
-/** `concurrency` keep-alive connections, each sending its next request when the last one is answered. */
-async function load(target: string, seq: { next: number }): Promise<LoadResult> {
-  const url = new URL(target);
+/**
+ * `concurrency` keep-alive connections, each sending its next request when the last one is
+ * answered; connection i posts to targets[i % targets.length].
+ */
+async function load(targets: readonly string[], seq: { next: number }): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const started = performance.now();
   const measureFrom = started + warmupSeconds * 1000;
@@ -76,7 +78,8 @@ async function load(target: string, seq: { next: number }): Promise<LoadResult> 
   const latencies: number[] = [];
   let accepted = 0;
   let failed = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
+  await Promise.all(Array.from({ length: concurrency }, async (_, i) => {
+    const url = new URL(targets[i % targets.length]!);
     while (performance.now() < end) {
       const sent = performance.now();
       let status = 0;
@@ -162,13 +165,20 @@ async function startPlainKoa(): Promise<{ url: string; child: ChildProcess }> {
   return { url: `http://127.0.0.1:${port}/e/plain`, child };
 }
 
+type Drained = LoadResult & { drainSeconds: number; runsPerSecond: number };
+
 interface Sample {
   koa: LoadResult;
-  queued: LoadResult & { drainSeconds: number; runsPerSecond: number };
+  queued: Drained;
+  queuedMany: Drained;
   custom: LoadResult;
+  customMany: LoadResult;
   sseQueued: { p50: number; p99: number };
   sseCustom: { p50: number; p99: number };
 }
+
+/** Sources spread over the invocation partitions (runs of one source are serial by design). */
+const MANY = 16;
 
 async function oneRun(): Promise<Sample> {
   const koa = await startPlainKoa();
@@ -178,38 +188,57 @@ async function oneRun(): Promise<Sample> {
   await server.start(60_000);
   try {
     const admin = server.client();
+    let made = 0;
     const create = async (customResponse: boolean) => {
-      const r = await admin.post("/v1/sources", { component_code: component(customResponse), name: customResponse ? "custom" : "queued" });
+      const r = await admin.post("/v1/sources", { component_code: component(customResponse), name: `bench-${made++}` });
       if (r.status !== 200) throw new Error(`creating a source: ${r.status} ${JSON.stringify(r.body)}`);
-      return { id: r.body.data.id as string, endpoint: r.body.data.configured_props.http.endpoint_url as string };
+      const id = r.body.data.id as string;
+      const watcher = watch(`${server.url}/sources/${id}/sse`, server.bootstrapKey);
+      await watcher.opened();
+      return { id, endpoint: r.body.data.configured_props.http.endpoint_url as string, watcher };
+    };
+    type Made = Awaited<ReturnType<typeof create>>;
+    const many = async (customResponse: boolean) => {
+      const list: Made[] = [];
+      for (let i = 0; i < MANY; i++) list.push(await create(customResponse));
+      return list;
     };
     const queued = await create(false);
     const custom = await create(true);
-    const queuedWatch = watch(`${server.url}/sources/${queued.id}/sse`, server.bootstrapKey);
-    const customWatch = watch(`${server.url}/sources/${custom.id}/sse`, server.bootstrapKey);
-    await Promise.all([queuedWatch.opened(), customWatch.opened()]);
+    const queuedMany = await many(false);
+    const customMany = await many(true);
+    const count = (sources: Made[]) => sources.reduce((n, s) => n + s.watcher.count, 0);
+    const lastArrival = (sources: Made[]) => Math.max(...sources.map((s) => s.watcher.last));
 
-    const koaResult = await load(koa.url, { next: 0 });
+    const koaResult = await load([koa.url], { next: 0 });
 
-    // Queued: answers once the invocation is durably queued; the runs drain afterwards.
-    const queuedSeq = { next: 0 };
-    const loadStarted = performance.now();
-    const queuedResult = await load(queued.endpoint, queuedSeq);
-    const loadEnded = performance.now();
-    await until("the queued runs to drain", () => queuedWatch.count >= queuedResult.accepted, 10 * 60_000);
-    const drainSeconds = (queuedWatch.last - loadEnded) / 1000;
-    const runsPerSecond = queuedResult.accepted / ((queuedWatch.last - loadStarted) / 1000);
+    // Answered once the invocation is durably queued; the runs drain afterwards.
+    const drained = async (sources: Made[]): Promise<Drained> => {
+      const loadStarted = performance.now();
+      const result = await load(sources.map((s) => s.endpoint), { next: 0 });
+      const loadEnded = performance.now();
+      await until("the queued runs to drain", () => count(sources) >= result.accepted, 10 * 60_000);
+      const last = lastArrival(sources);
+      return { ...result, drainSeconds: Math.max(0, last - loadEnded) / 1000, runsPerSecond: result.accepted / ((last - loadStarted) / 1000) };
+    };
+    const queuedResult = await drained([queued]);
+    const queuedManyResult = await drained(queuedMany);
 
-    // Custom response: answers after the run ended and its event was appended.
-    const customSeq = { next: 0 };
-    const customResult = await load(custom.endpoint, customSeq);
-    await until("the custom runs' events", () => customWatch.count >= customResult.accepted, 60_000);
+    // Answered after the run ended and its event was appended.
+    const answered = async (sources: Made[]) => {
+      const result = await load(sources.map((s) => s.endpoint), { next: 1_000_000 });
+      await until("the custom runs' events", () => count(sources) >= result.accepted, 60_000);
+      return result;
+    };
+    const customResult = await answered([custom]);
+    const customManyResult = await answered(customMany);
 
-    const sseQueued = await emitToSse(queued.endpoint, queuedWatch, queuedSeq);
-    const sseCustom = await emitToSse(custom.endpoint, customWatch, customSeq);
-    queuedWatch.es.close();
-    customWatch.es.close();
-    return { koa: koaResult, queued: { ...queuedResult, drainSeconds, runsPerSecond }, custom: customResult, sseQueued, sseCustom };
+    const sseQueued = await emitToSse(queued.endpoint, queued.watcher, { next: 2_000_000 });
+    const sseCustom = await emitToSse(custom.endpoint, custom.watcher, { next: 3_000_000 });
+    for (const s of [queued, custom, ...queuedMany, ...customMany]) s.watcher.es.close();
+    return {
+      koa: koaResult, queued: queuedResult, queuedMany: queuedManyResult, custom: customResult, customMany: customManyResult, sseQueued, sseCustom,
+    };
   } finally {
     await server.stop();
     rmSync(server.dataDir, { recursive: true, force: true });
@@ -222,21 +251,29 @@ console.log(`machine: ${cpus().length} cpus (${cpuModel}), node ${process.versio
 console.log(`runs: ${runs} (medians); ${concurrency} connections, ${warmupSeconds} s warm-up + ${seconds} s measured per load; ${latencyEvents} sequential events for emit-to-SSE`);
 
 const samples: Sample[] = [];
+const f = (r: LoadResult) => `${Math.round(r.rps)} req/s p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms${r.failed ? ` (${r.failed} failed)` : ""}`;
+const d = (r: Drained) => `${f(r)}, runs ${Math.round(r.runsPerSecond)}/s, drained ${r.drainSeconds.toFixed(1)} s after`;
 for (let i = 0; i < runs; i++) {
   const s = await oneRun();
   samples.push(s);
-  const f = (r: LoadResult) => `${Math.round(r.rps)} req/s p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms${r.failed ? ` (${r.failed} failed)` : ""}`;
-  console.log(`run ${i + 1}: koa ${f(s.koa)} | queued ${f(s.queued)}, runs ${Math.round(s.queued.runsPerSecond)}/s, drained ${s.queued.drainSeconds.toFixed(1)} s after the load | custom ${f(s.custom)} | emit-to-SSE queued p50 ${s.sseQueued.p50.toFixed(1)} p99 ${s.sseQueued.p99.toFixed(1)} ms, custom p50 ${s.sseCustom.p50.toFixed(1)} p99 ${s.sseCustom.p99.toFixed(1)} ms`);
+  console.log(
+    `run ${i + 1}: koa ${f(s.koa)} | queued ${d(s.queued)} | queued x${MANY} ${d(s.queuedMany)} | custom ${f(s.custom)} | custom x${MANY} ${f(s.customMany)} | ` +
+      `emit-to-SSE queued p50 ${s.sseQueued.p50.toFixed(1)} p99 ${s.sseQueued.p99.toFixed(1)} ms, custom p50 ${s.sseCustom.p50.toFixed(1)} p99 ${s.sseCustom.p99.toFixed(1)} ms`,
+  );
 }
 
 const m = (pick: (s: Sample) => number) => median(samples.map(pick));
-const koaRps = m((s) => s.koa.rps);
-const row = (name: string, rps: number, p50: number, p99: number) =>
-  `| ${name} | ${Math.round(rps).toLocaleString("en")} | ${p50.toFixed(1)} | ${p99.toFixed(1)} | ${(rps / koaRps).toFixed(2)} |`;
-console.log("\n| target | requests/s | p50 ms | p99 ms | / plain Koa |");
+// Ratios are taken within each run (same machine state), then the median of those.
+const row = (name: string, pick: (s: Sample) => LoadResult) =>
+  `| ${name} | ${Math.round(m((s) => pick(s).rps)).toLocaleString("en")} | ${m((s) => pick(s).p50).toFixed(1)} | ${m((s) => pick(s).p99).toFixed(1)} | ${m((s) => pick(s).rps / s.koa.rps).toFixed(3)} |`;
+console.log("\n| target | requests/s | p50 ms | p99 ms | / plain Koa (same run) |");
 console.log("|---|---|---|---|---|");
-console.log(row("plain Koa (ceiling)", koaRps, m((s) => s.koa.p50), m((s) => s.koa.p99)));
-console.log(row("source, answer when queued", m((s) => s.queued.rps), m((s) => s.queued.p50), m((s) => s.queued.p99)));
-console.log(row("source, custom response (answer after append)", m((s) => s.custom.rps), m((s) => s.custom.p50), m((s) => s.custom.p99)));
-console.log(`\nqueued source: runs completed end to end ${Math.round(m((s) => s.queued.runsPerSecond))}/s; backlog drained ${m((s) => s.queued.drainSeconds).toFixed(1)} s after the load stopped`);
-console.log(`emit-to-SSE (POST sent -> event on EventSource, one at a time): queued p50 ${m((s) => s.sseQueued.p50).toFixed(1)} ms p99 ${m((s) => s.sseQueued.p99).toFixed(1)} ms; custom response p50 ${m((s) => s.sseCustom.p50).toFixed(1)} ms p99 ${m((s) => s.sseCustom.p99).toFixed(1)} ms`);
+console.log(row("plain Koa (ceiling)", (s) => s.koa));
+console.log(row("1 source, answer when queued", (s) => s.queued));
+console.log(row(`${MANY} sources, answer when queued`, (s) => s.queuedMany));
+console.log(row("1 source, custom response (answer after append)", (s) => s.custom));
+console.log(row(`${MANY} sources, custom response (answer after append)`, (s) => s.customMany));
+console.log(`\nqueued, runs completed end to end: 1 source ${Math.round(m((s) => s.queued.runsPerSecond))}/s (backlog drained ${m((s) => s.queued.drainSeconds).toFixed(1)} s after the load); ` +
+  `${MANY} sources ${Math.round(m((s) => s.queuedMany.runsPerSecond))}/s (drained ${m((s) => s.queuedMany.drainSeconds).toFixed(1)} s after)`);
+console.log(`emit-to-SSE (POST sent -> event on EventSource, one at a time, 1 source): queued p50 ${m((s) => s.sseQueued.p50).toFixed(1)} ms p99 ${m((s) => s.sseQueued.p99).toFixed(1)} ms; ` +
+  `custom response p50 ${m((s) => s.sseCustom.p50).toFixed(1)} ms p99 ${m((s) => s.sseCustom.p99).toFixed(1)} ms`);

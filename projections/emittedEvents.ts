@@ -2,11 +2,23 @@ import type { Database } from "better-sqlite3";
 import type { Projection } from "../src/projector/projection.js";
 import type { EmitterEvent } from "../commands/emitters/emitter.js";
 import type { SourceDeleted } from "../commands/sources/source.js";
+import type { EventEmitted } from "../commands/emitters/emitter.js";
+import type { RecordedEvent } from "../src/store/eventStore.js";
+import type { EmittedEventRow } from "../src/readModels/sources.js";
 import { parseEventId } from "../src/runner/eventIds.js";
 import { statement } from "../src/readModels/statements.js";
 
 /** Events kept and listable per emitter (the seed's "last 100"). */
 export const KEPT_EVENTS = 100;
+
+/** The row an EventEmitted becomes; SSE builds its live frames from it too, so both shapes agree. */
+export function emittedEventRow(recorded: RecordedEvent): EmittedEventRow {
+  const d = recorded.data as EventEmitted["data"];
+  return {
+    emitter_id: d.emitterId, id: d.id, channel: d.channel, event: JSON.stringify(d.event), summary: d.summary, emit_id: d.emitId,
+    ts: d.ts, indexed_at_ms: d.indexedAtMs, invocation_id: d.invocationId, seq: recorded.position,
+  };
+}
 
 // The window is the newest 100 EventEmitted of the emitter, deleted or not, which is exactly what
 // log retention keeps: a rebuild from the truncated log gives the same rows.
@@ -31,16 +43,16 @@ export const emittedEventsProjection: Projection = {
     const event = { type: recorded.type, data: recorded.data } as EmitterEvent;
     switch (event.type) {
       case "EventEmitted": {
-        const d = event.data;
-        const id = parseEventId(d.id)!;
+        const row = emittedEventRow(recorded);
+        const id = parseEventId(row.id)!;
         statement(db, 
           `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts, indexed_at_ms,
             invocation_id, seq, stream_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
-          d.emitterId, d.id, id.ms, id.seq, d.channel, JSON.stringify(d.event), d.summary, d.emitId, d.ts, d.indexedAtMs,
-          d.invocationId, recorded.position, recorded.revision,
+          row.emitter_id, row.id, id.ms, id.seq, row.channel, row.event, row.summary, row.emit_id, row.ts, row.indexed_at_ms,
+          row.invocation_id, row.seq, recorded.revision,
         );
-        trim(db, d.emitterId);
+        trim(db, row.emitter_id);
         break;
       }
       case "EventsDeleted":

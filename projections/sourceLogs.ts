@@ -2,8 +2,20 @@ import type { Projection } from "../src/projector/projection.js";
 import type { RunLogged } from "../commands/emitters/runLog.js";
 import type { SourceDeleted } from "../commands/sources/source.js";
 import { statement } from "../src/readModels/statements.js";
+import type { RecordedEvent } from "../src/store/eventStore.js";
+import type { RunLogRow } from "../src/readModels/sources.js";
 
 export const KEPT_RUN_LOGS = 100;
+
+/** The row a RunLogged becomes; SSE builds its live $logs frames from it too. */
+export function runLogRow(recorded: RecordedEvent): RunLogRow {
+  const d = recorded.data as RunLogged["data"];
+  return {
+    source_id: d.sourceId, invocation_id: d.invocationId, trigger: d.trigger, started_ms: d.startedMs, ended_ms: d.endedMs,
+    compute_ms: Math.round(d.computeMs), ok: d.ok ? 1 : 0, error: d.error ? JSON.stringify(d.error) : null,
+    lines: JSON.stringify(d.lines), seq: recorded.position,
+  };
+}
 
 export const sourceLogsProjection: Projection = {
   name: "source_logs",
@@ -22,17 +34,16 @@ export const sourceLogsProjection: Projection = {
       statement(db, "DELETE FROM source_logs WHERE source_id = ?").run((recorded.data as SourceDeleted["data"]).id);
       return;
     }
-    const d = recorded.data as RunLogged["data"];
+    const row = runLogRow(recorded);
     statement(db, 
       `INSERT OR IGNORE INTO source_logs (source_id, invocation_id, trigger, started_ms, ended_ms, compute_ms, ok, error, lines, seq, stream_revision)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
-      d.sourceId, d.invocationId, d.trigger, d.startedMs, d.endedMs, Math.round(d.computeMs), d.ok ? 1 : 0,
-      d.error ? JSON.stringify(d.error) : null, JSON.stringify(d.lines), recorded.position, recorded.revision,
+      row.source_id, row.invocation_id, row.trigger, row.started_ms, row.ended_ms, row.compute_ms, row.ok, row.error, row.lines, row.seq, recorded.revision,
     );
     statement(db, 
       `DELETE FROM source_logs WHERE source_id = ? AND seq < (
          SELECT seq FROM source_logs WHERE source_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
-    ).run(d.sourceId, d.sourceId, KEPT_RUN_LOGS - 1);
+    ).run(row.source_id, row.source_id, KEPT_RUN_LOGS - 1);
   },
 };

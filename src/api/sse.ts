@@ -4,89 +4,198 @@ import type { Services } from "./services.js";
 import type { RecordedEvent } from "../store/eventStore.js";
 import type { EventEmitted } from "../../commands/emitters/emitter.js";
 import type { RunLogged } from "../../commands/emitters/runLog.js";
+import type { SourceDeleted } from "../../commands/sources/source.js";
+import { emittedEventRow } from "../../projections/emittedEvents.js";
+import { runLogRow } from "../../projections/sourceLogs.js";
 import { visibleSource } from "./resources/sources.js";
-import { eventSummary, logView } from "./resources/events.js";
+import { eventSummary, logSummary } from "./resources/events.js";
 
-/** A client further behind than this is cut off rather than let it hold memory or stall others. */
-const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+/** The channel name that streams run logs instead of emitted events. */
+export const LOGS_CHANNEL = "$logs";
+/** A client that takes no bytes across this many heartbeat periods is cut off (60 s by default). */
+export const STALLED_HEARTBEATS = 4;
+/** Kept items read per catch-up query; the client's socket buffer decides how many are written. */
+const CATCH_UP_BATCH = 50;
+
+export const sseFrame = (id: string, data: unknown): string => `id: ${id}\ndata: ${JSON.stringify(data)}\n\n`;
+const END_FRAME = `event: end\ndata: ${JSON.stringify({ reason: "source deleted" })}\n\n`;
+const HEARTBEAT = ": heartbeat\n\n";
+
+/** Frames of kept items after a log position, oldest first. */
+export type CatchUp = (afterSeq: number, limit: number) => { seq: number; frame: string }[];
 
 interface Client {
   readonly emitterId: string;
-  /** undefined: every channel. */
+  /** undefined: every channel of emitted events; LOGS_CHANNEL: run logs. */
   readonly channel: string | undefined;
   readonly res: ServerResponse;
+  readonly catchUp: CatchUp;
+  /** $all position of the last item written to the client. */
+  cursor: number;
+  /** Its socket buffer is full: live items are skipped and read from the read models on 'drain'. */
+  lagging: boolean;
+  /** Heartbeat ticks passed while lagging without a 'drain'. */
+  stalledTicks: number;
 }
 
 /**
  * Server-sent events fed by this node's projector: any node can serve any source's stream, and
- * an event is streamed once it is in the read models (so Last-Event-ID can resume from them).
+ * an item is streamed once it is in the read models. A client whose socket cannot take more is
+ * never waited for and never buffered for: it catches up from the kept items when it drains, like
+ * a reconnect with Last-Event-ID, so its memory stays at one socket buffer.
  */
 export class SseHub {
-  readonly #clients = new Set<Client>();
+  readonly #byEmitter = new Map<string, Set<Client>>();
   readonly #heartbeat: NodeJS.Timeout;
 
-  constructor(services: Pick<Services, "projector">, heartbeatMs: number) {
-    services.projector.onApplied((events) => this.#publish(events));
-    this.#heartbeat = setInterval(() => {
-      for (const client of this.#clients) this.#write(client, ": heartbeat\n\n");
-    }, heartbeatMs);
+  constructor(
+    services: Pick<Services, "projector">,
+    private readonly heartbeatMs: number,
+  ) {
+    services.projector.onApplied((events) => {
+      // Called inside the projector's batch loop: a failure here must not stop projections.
+      try {
+        this.#publish(events);
+      } catch (error) {
+        console.error("sse: publishing a batch failed:", error);
+      }
+    });
+    this.#heartbeat = setInterval(() => this.#beat(), heartbeatMs);
     this.#heartbeat.unref();
   }
 
-  add(client: Client): void {
-    this.#clients.add(client);
-    client.res.on("close", () => this.#clients.delete(client));
+  /**
+   * Registers a stream that has read up to `cursor` and writes what it missed since. Callers
+   * compute the cursor in the same synchronous step: the projector publishes right after each
+   * commit, so nothing falls between the read models and the live tail, and nothing comes twice.
+   */
+  add(stream: Pick<Client, "emitterId" | "channel" | "res" | "catchUp" | "cursor">): void {
+    const client: Client = { ...stream, lagging: false, stalledTicks: 0 };
+    if (client.res.destroyed || client.res.writableEnded) return; // closed while the request was authenticated
+    let clients = this.#byEmitter.get(client.emitterId);
+    if (!clients) this.#byEmitter.set(client.emitterId, (clients = new Set()));
+    clients.add(client);
+    client.res.once("close", () => this.#remove(client));
+    client.res.on("drain", () => this.#catchUpOrDrop(client));
+    this.#catchUp(client);
+  }
+
+  /** From a 'drain' event, where a throw would be uncaught (e.g. the read models closing at shutdown). */
+  #catchUpOrDrop(client: Client): void {
+    try {
+      this.#catchUp(client);
+    } catch (error) {
+      console.error("sse: catching a client up failed:", error);
+      this.#remove(client);
+      client.res.destroy();
+    }
+  }
+
+  /** Open streams (all sources). */
+  get size(): number {
+    let n = 0;
+    for (const clients of this.#byEmitter.values()) n += clients.size;
+    return n;
   }
 
   close(): void {
     clearInterval(this.#heartbeat);
-    for (const client of this.#clients) client.res.end();
-    this.#clients.clear();
-  }
-
-  static frame(id: string, data: unknown): string {
-    return `id: ${id}\ndata: ${JSON.stringify(data)}\n\n`;
+    for (const clients of this.#byEmitter.values()) for (const client of clients) client.res.end();
+    this.#byEmitter.clear();
   }
 
   #publish(events: readonly RecordedEvent[]): void {
-    if (this.#clients.size === 0) return;
+    if (this.#byEmitter.size === 0) return;
     for (const event of events) {
       if (event.type === "EventEmitted") {
-        const d = event.data as EventEmitted["data"];
-        const frame = SseHub.frame(d.id, eventSummary({
-          emitter_id: d.emitterId, id: d.id, channel: d.channel, event: JSON.stringify(d.event), summary: d.summary,
-          emit_id: d.emitId, ts: d.ts, indexed_at_ms: d.indexedAtMs, invocation_id: d.invocationId, seq: event.position,
-        }, true));
-        for (const client of this.#clients) {
-          if (client.emitterId === d.emitterId && (client.channel === undefined || client.channel === d.channel)) this.#write(client, frame);
+        const clients = this.#byEmitter.get((event.data as EventEmitted["data"]).emitterId);
+        if (!clients) continue;
+        const row = emittedEventRow(event);
+        let frame: string | undefined;
+        for (const client of clients) {
+          if (client.channel === LOGS_CHANNEL || (client.channel !== undefined && client.channel !== row.channel)) continue;
+          frame ??= sseFrame(row.id, eventSummary(row, true));
+          this.#deliver(client, event.position, frame);
         }
       } else if (event.type === "RunLogged") {
-        const d = event.data as RunLogged["data"];
-        const frame = SseHub.frame(d.invocationId, logView({
-          source_id: d.sourceId, invocation_id: d.invocationId, trigger: d.trigger, started_ms: d.startedMs, ended_ms: d.endedMs,
-          compute_ms: d.computeMs, ok: d.ok ? 1 : 0, error: d.error ? JSON.stringify(d.error) : null, lines: JSON.stringify(d.lines), seq: event.position,
-        }));
-        for (const client of this.#clients) if (client.emitterId === d.sourceId && client.channel === "$logs") this.#write(client, frame);
-      } else if (event.type === "SourceDeleted") {
-        const id = (event.data as { id: string }).id;
-        for (const client of this.#clients) {
-          if (client.emitterId === id) {
-            this.#write(client, "event: end\ndata: {\"reason\":\"source deleted\"}\n\n");
-            client.res.end();
-            this.#clients.delete(client);
+        const clients = this.#byEmitter.get((event.data as RunLogged["data"]).sourceId);
+        if (!clients) continue;
+        let frame: string | undefined;
+        for (const client of clients) {
+          if (client.channel !== LOGS_CHANNEL) continue;
+          if (frame === undefined) {
+            const row = runLogRow(event);
+            frame = sseFrame(row.invocation_id, logSummary(row));
           }
+          this.#deliver(client, event.position, frame);
+        }
+      } else if (event.type === "SourceDeleted") {
+        const id = (event.data as SourceDeleted["data"]).id;
+        const clients = this.#byEmitter.get(id);
+        if (!clients) continue;
+        this.#byEmitter.delete(id);
+        for (const client of clients) this.#end(client.res);
+      }
+    }
+  }
+
+  #deliver(client: Client, position: number, frame: string): void {
+    if (client.lagging || position <= client.cursor) return;
+    if (this.#gone(client)) return;
+    client.cursor = position;
+    if (!client.res.write(frame)) client.lagging = true;
+  }
+
+  /** Writes kept items after the client's cursor until its socket is full or it has them all. */
+  #catchUp(client: Client): void {
+    if (this.#gone(client)) return;
+    client.stalledTicks = 0;
+    client.lagging = true;
+    for (;;) {
+      const items = client.catchUp(client.cursor, CATCH_UP_BATCH);
+      for (const item of items) {
+        client.cursor = item.seq;
+        if (!client.res.write(item.frame)) return; // 'drain' resumes here
+      }
+      if (items.length < CATCH_UP_BATCH) break;
+    }
+    client.lagging = false;
+  }
+
+  #beat(): void {
+    for (const clients of this.#byEmitter.values()) {
+      for (const client of clients) {
+        if (this.#gone(client)) continue;
+        if (!client.lagging) {
+          if (!client.res.write(HEARTBEAT)) client.lagging = true;
+        } else if (++client.stalledTicks >= STALLED_HEARTBEATS) {
+          this.#remove(client);
+          client.res.destroy();
         }
       }
     }
   }
 
-  #write(client: Client, text: string): void {
-    if (client.res.writableLength > MAX_BUFFERED_BYTES) {
-      this.#clients.delete(client);
-      client.res.destroy();
-      return;
-    }
-    client.res.write(text);
+  /** Ends a stream after what it was already sent; one that never reads is dropped after the stall limit. */
+  #end(res: ServerResponse): void {
+    if (res.destroyed || res.writableEnded) return;
+    res.end(END_FRAME);
+    const timer = setTimeout(() => res.destroy(), STALLED_HEARTBEATS * this.heartbeatMs);
+    timer.unref();
+    res.once("close", () => clearTimeout(timer));
+  }
+
+  #gone(client: Client): boolean {
+    if (!client.res.destroyed && !client.res.writableEnded) return false;
+    this.#remove(client);
+    return true;
+  }
+
+  #remove(client: Client): void {
+    const clients = this.#byEmitter.get(client.emitterId);
+    if (!clients) return;
+    clients.delete(client);
+    if (clients.size === 0) this.#byEmitter.delete(client.emitterId);
   }
 }
 
@@ -97,14 +206,27 @@ export function sseRoutes(services: Services, hub: SseHub): Route[] {
       path: "/sources/{id}/sse",
       unversioned: true,
       operationId: "streamSourceEvents",
-      summary: "Server-sent events: each new event as `id: <event id>` and `data: <event summary JSON>`; Last-Event-ID resumes",
+      summary:
+        "Server-sent events: each new event as `id: <event id>` and `data: <event summary JSON>` (the items of event_summaries?expand=event); " +
+        "Last-Event-ID resumes after that id from the kept events; `: heartbeat` comments keep idle streams open; `event: end` when the source is deleted",
       tag: "events",
       params: { id: { type: "string", maxLength: 100 } },
-      query: { event_name: { type: "string", maxLength: 200, description: "one channel only ($logs: run logs)" } },
+      query: { event_name: { type: "string", maxLength: 200, description: "one channel only: empty for the default channel, a name, $errors, or $logs (run logs)" } },
       response: { description: "text/event-stream" },
       handle({ caller, params, query, ctx }) {
         const row = visibleSource(services, caller, params.id as string);
         const channel = query.event_name as string | undefined;
+        const lastEventId = ctx.get("last-event-id");
+        const sources = services.sources;
+        let catchUp: CatchUp;
+        let cursor: number;
+        if (channel === LOGS_CHANNEL) {
+          catchUp = (after, limit) => sources.logsAfter(row.id, after, limit).map((l) => ({ seq: l.seq, frame: sseFrame(l.invocation_id, logSummary(l)) }));
+          cursor = lastEventId === "" ? services.projector.position : sources.logCursor(row.id, lastEventId);
+        } else {
+          catchUp = (after, limit) => sources.eventsAfter(row.id, after, channel, limit).map((e) => ({ seq: e.seq, frame: sseFrame(e.id, eventSummary(e, true)) }));
+          cursor = lastEventId === "" ? services.projector.position : sources.eventCursor(row.id, lastEventId);
+        }
         const res = ctx.res;
         ctx.respond = false;
         res.writeHead(200, {
@@ -114,15 +236,7 @@ export function sseRoutes(services: Services, hub: SseHub): Route[] {
           "x-accel-buffering": "no",
         });
         res.write(": connected\n\n");
-        // Backlog and registration happen in one synchronous step, so no event falls between them.
-        const lastEventId = ctx.get("last-event-id");
-        if (lastEventId !== "" && channel !== "$logs") {
-          const seq = services.sources.eventSeq(row.id, lastEventId) ?? 0;
-          for (const e of services.sources.eventsAfter(row.id, seq)) {
-            if (channel === undefined || e.channel === channel) res.write(SseHub.frame(e.id, eventSummary(e, true)));
-          }
-        }
-        hub.add({ emitterId: row.id, channel, res });
+        hub.add({ emitterId: row.id, channel, res, catchUp, cursor });
         return {};
       },
     },

@@ -1,6 +1,7 @@
 import type { Database } from "better-sqlite3";
 import { countOf, keysetPage, type Page, type PageRequest } from "./page.js";
 import { statement } from "./statements.js";
+import { parseEventId } from "../runner/eventIds.js";
 
 export interface SourceRow {
   id: string;
@@ -114,17 +115,39 @@ export class SourcesReadModel {
     return keysetPage<EmittedEventRow>(this.db, { from: "emitted_events", where, params, order: "desc", total }, page);
   }
 
-  /** Events after a given event id, oldest first: SSE resume (Last-Event-ID). */
-  eventsAfter(emitterId: string, afterSeq: number): EmittedEventRow[] {
-    return statement<[string, number], EmittedEventRow>(this.db, 
-        "SELECT * FROM emitted_events WHERE emitter_id = ? AND deleted = 0 AND seq > ? ORDER BY seq ASC",
+  /** Kept events after a log position, oldest first, optionally one channel: SSE catch-up. */
+  eventsAfter(emitterId: string, afterSeq: number, channel: string | undefined, limit: number): EmittedEventRow[] {
+    const byChannel = channel === undefined ? "" : " AND channel = ?";
+    const params: unknown[] = channel === undefined ? [emitterId, afterSeq, limit] : [emitterId, afterSeq, channel, limit];
+    return statement<unknown[], EmittedEventRow>(this.db, 
+        `SELECT * FROM emitted_events WHERE emitter_id = ? AND deleted = 0 AND seq > ?${byChannel} ORDER BY seq ASC LIMIT ?`,
       )
-      .all(emitterId, afterSeq);
+      .all(...params);
   }
 
-  eventSeq(emitterId: string, eventId: string): number | undefined {
-    return statement<[string, string], { seq: number }>(this.db, "SELECT seq FROM emitted_events WHERE emitter_id = ? AND id = ?")
-      .get(emitterId, eventId)?.seq;
+  /**
+   * The log position an SSE client that last saw `eventId` has read up to: event ids increase per
+   * emitter, so an id no longer kept (or never issued) still finds its place; unreadable ids: 0.
+   */
+  eventCursor(emitterId: string, eventId: string): number {
+    const id = parseEventId(eventId);
+    if (!id) return 0;
+    return statement<[string, number, number, number], { seq: number }>(this.db, 
+        "SELECT COALESCE(MAX(seq), 0) AS seq FROM emitted_events WHERE emitter_id = ? AND (ms < ? OR (ms = ? AND n <= ?))",
+      )
+      .get(emitterId, id.ms, id.ms, id.seq)!.seq;
+  }
+
+  /** Kept run logs after a log position, oldest first: $logs SSE catch-up. */
+  logsAfter(sourceId: string, afterSeq: number, limit: number): RunLogRow[] {
+    return statement<[string, number, number], RunLogRow>(this.db, "SELECT * FROM source_logs WHERE source_id = ? AND seq > ? ORDER BY seq ASC LIMIT ?")
+      .all(sourceId, afterSeq, limit);
+  }
+
+  /** The log position of a kept run; 0 (every kept run follows) when it is no longer kept. */
+  logCursor(sourceId: string, invocationId: string): number {
+    return statement<[string, string], { seq: number }>(this.db, "SELECT seq FROM source_logs WHERE source_id = ? AND invocation_id = ?")
+      .get(sourceId, invocationId)?.seq ?? 0;
   }
 
   /** The oldest kept event's stream revision: log retention may truncate before it. */

@@ -57,6 +57,16 @@ export function logView(row: RunLogRow) {
   };
 }
 
+/** A run log as an item of the $logs channel (event_summaries?event_name=$logs and its SSE stream). */
+export function logSummary(log: RunLogRow) {
+  return {
+    id: log.invocation_id,
+    indexed_at_ms: log.ended_ms,
+    event: logView(log),
+    metadata: { emit_id: null, name: "$logs", emitter_id: log.source_id, summary: `${log.trigger} run ${log.ok === 1 ? "ok" : "failed"}` },
+  };
+}
+
 const eventIdSchema = { type: "string", pattern: "^[0-9]{1,16}-[0-9]{1,9}$" };
 
 export function eventRoutes(services: Services): Route[] {
@@ -85,14 +95,7 @@ export function eventRoutes(services: Services): Route[] {
         const channel = query.event_name as string | undefined;
         if (channel === "$logs") {
           const logs = services.sources.logs(row.id, request);
-          return {
-            body: pageBody(logs, (log) => ({
-              id: log.invocation_id,
-              indexed_at_ms: log.ended_ms,
-              event: logView(log),
-              metadata: { emit_id: null, name: "$logs", emitter_id: row.id, summary: `${log.trigger} run ${log.ok === 1 ? "ok" : "failed"}` },
-            })),
-          };
+          return { body: pageBody(logs, logSummary) };
         }
         const events = services.sources.events(row.id, request, channel);
         return { body: pageBody(events, (e) => eventSummary(e, query.expand === "event")) };

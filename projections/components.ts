@@ -22,7 +22,7 @@ export const componentsProjection: Projection = {
   apply(db, recorded) {
     const event = { type: recorded.type, data: recorded.data } as ComponentEvent;
     const d = event.data;
-    statement(db, 
+    statement(db,
       `INSERT INTO components (id, owner_id, key, name, version, type, description, code, code_hash, url,
         configurable_props, meta, created_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
@@ -35,7 +35,7 @@ export const componentsProjection: Projection = {
     const replaces =
       !current || d.ownerId !== REGISTRY_OWNER || !semver.valid(current.version) || semver.gte(d.version, current.version);
     if (replaces) {
-      statement(db, 
+      statement(db,
         `INSERT INTO component_keys (owner_id, key, component_id, version) VALUES (?, ?, ?, ?)
          ON CONFLICT(owner_id, key) DO UPDATE SET component_id = excluded.component_id, version = excluded.version`,
       ).run(d.ownerId, d.key, d.id, d.version);

@@ -45,7 +45,7 @@ export const emittedEventsProjection: Projection = {
       case "EventEmitted": {
         const row = emittedEventRow(recorded);
         const id = parseEventId(row.id)!;
-        statement(db, 
+        statement(db,
           `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts, indexed_at_ms,
             invocation_id, seq, stream_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
@@ -65,7 +65,7 @@ export const emittedEventsProjection: Projection = {
 };
 
 function trim(db: Database, emitterId: string): void {
-  statement(db, 
+  statement(db,
     `DELETE FROM emitted_events WHERE emitter_id = ? AND seq < (
        SELECT seq FROM emitted_events WHERE emitter_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
   ).run(emitterId, emitterId, KEPT_EVENTS - 1);

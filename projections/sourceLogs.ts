@@ -35,13 +35,13 @@ export const sourceLogsProjection: Projection = {
       return;
     }
     const row = runLogRow(recorded);
-    statement(db, 
+    statement(db,
       `INSERT OR IGNORE INTO source_logs (source_id, invocation_id, trigger, started_ms, ended_ms, compute_ms, ok, error, lines, seq, stream_revision)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       row.source_id, row.invocation_id, row.trigger, row.started_ms, row.ended_ms, row.compute_ms, row.ok, row.error, row.lines, row.seq, recorded.revision,
     );
-    statement(db, 
+    statement(db,
       `DELETE FROM source_logs WHERE source_id = ? AND seq < (
          SELECT seq FROM source_logs WHERE source_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
     ).run(row.source_id, row.source_id, KEPT_RUN_LOGS - 1);

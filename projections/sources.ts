@@ -21,7 +21,7 @@ export const sourcesProjection: Projection = {
     switch (event.type) {
       case "SourceDeployed": {
         const d = event.data;
-        statement(db, 
+        statement(db,
           `INSERT INTO sources (id, owner_id, creator_id, component_id, name, name_slug, endpoint_id, configured_props,
             active, created_at, updated_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
@@ -33,7 +33,7 @@ export const sourcesProjection: Projection = {
       }
       case "SourceUpdated": {
         const d = event.data;
-        statement(db, 
+        statement(db,
           `UPDATE sources SET component_id = ?, name = ?, name_slug = ?, configured_props = ?, active = ?, updated_at = ?
            WHERE id = ?`,
         ).run(d.componentId, d.name, d.nameSlug, JSON.stringify(d.configuredProps), d.active ? 1 : 0, d.at, d.id);

@@ -33,7 +33,7 @@ export class AccountsReadModel {
   constructor(private readonly db: Database) {}
 
   userByKeyHash(hash: string): { userId: string; keyId: string; operator: boolean } | undefined {
-    const row = statement<[string], { user_id: string; id: string; operator: number }>(this.db, 
+    const row = statement<[string], { user_id: string; id: string; operator: number }>(this.db,
         `SELECT k.user_id, k.id, u.operator FROM api_keys k JOIN users u ON u.id = k.user_id
          WHERE k.hash = ? AND k.revoked_at IS NULL`,
       )
@@ -46,7 +46,7 @@ export class AccountsReadModel {
   }
 
   orgsOf(userId: string): OrgRow[] {
-    return statement<[string], OrgRow>(this.db, 
+    return statement<[string], OrgRow>(this.db,
         `SELECT o.* FROM org_members m JOIN orgs o ON o.id = m.org_id WHERE m.user_id = ? ORDER BY m.seq`,
       )
       .all(userId);

@@ -93,14 +93,14 @@ export class SourcesReadModel {
   }
 
   componentByKey(ownerId: string, key: string): ComponentRow | undefined {
-    return statement<[string, string], ComponentRow>(this.db, 
+    return statement<[string, string], ComponentRow>(this.db,
         "SELECT c.* FROM component_keys k JOIN components c ON c.id = k.component_id WHERE k.owner_id = ? AND k.key = ?",
       )
       .get(ownerId, key);
   }
 
   componentByHash(ownerId: string, codeHash: string, url: string | null): ComponentRow | undefined {
-    return statement<[string, string, string | null], ComponentRow>(this.db, 
+    return statement<[string, string, string | null], ComponentRow>(this.db,
         "SELECT * FROM components WHERE owner_id = ? AND code_hash = ? AND url IS ? ORDER BY seq DESC LIMIT 1",
       )
       .get(ownerId, codeHash, url);
@@ -119,7 +119,7 @@ export class SourcesReadModel {
   eventsAfter(emitterId: string, afterSeq: number, channel: string | undefined, limit: number): EmittedEventRow[] {
     const byChannel = channel === undefined ? "" : " AND channel = ?";
     const params: unknown[] = channel === undefined ? [emitterId, afterSeq, limit] : [emitterId, afterSeq, channel, limit];
-    return statement<unknown[], EmittedEventRow>(this.db, 
+    return statement<unknown[], EmittedEventRow>(this.db,
         `SELECT * FROM emitted_events WHERE emitter_id = ? AND deleted = 0 AND seq > ?${byChannel} ORDER BY seq ASC LIMIT ?`,
       )
       .all(...params);
@@ -132,7 +132,7 @@ export class SourcesReadModel {
   eventCursor(emitterId: string, eventId: string): number {
     const id = parseEventId(eventId);
     if (!id) return 0;
-    return statement<[string, number, number, number], { seq: number }>(this.db, 
+    return statement<[string, number, number, number], { seq: number }>(this.db,
         "SELECT COALESCE(MAX(seq), 0) AS seq FROM emitted_events WHERE emitter_id = ? AND (ms < ? OR (ms = ? AND n <= ?))",
       )
       .get(emitterId, id.ms, id.ms, id.seq)!.seq;
@@ -152,14 +152,14 @@ export class SourcesReadModel {
 
   /** The oldest kept event's stream revision: log retention may truncate before it. */
   oldestKeptRevision(emitterId: string): { revision: number; count: number } | undefined {
-    return statement<[string], { revision: number; count: number }>(this.db, 
+    return statement<[string], { revision: number; count: number }>(this.db,
         "SELECT MIN(stream_revision) AS revision, COUNT(*) AS count FROM emitted_events WHERE emitter_id = ? HAVING COUNT(*) > 0",
       )
       .get(emitterId);
   }
 
   oldestKeptLogRevision(sourceId: string): { revision: number; count: number } | undefined {
-    return statement<[string], { revision: number; count: number }>(this.db, 
+    return statement<[string], { revision: number; count: number }>(this.db,
         "SELECT MIN(stream_revision) AS revision, COUNT(*) AS count FROM source_logs WHERE source_id = ? HAVING COUNT(*) > 0",
       )
       .get(sourceId);

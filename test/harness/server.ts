@@ -94,6 +94,11 @@ export class TestServer {
     };
   }
 
+  /** The bus this server uses, as HEADWATER_BUS names it (known once it has started). */
+  get busUrl(): string {
+    return this.#bus ?? "embedded";
+  }
+
   /** Scaled mode: the deployment this server belongs to. */
   get cluster(): Cluster | undefined {
     return this.#cluster;

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import path from "node:path";
 import { TestServer, type ApiClient } from "../harness/server.js";
-import { openEmbeddedBus } from "../../src/bus/embedded/index.js";
+import { openBus } from "../../src/bus/open.js";
 import { INVOCATIONS_TOPIC, type InvocationMessage } from "../../src/runner/invocations.js";
 import { EMIT_TIMER_EVENT, deploy, eventually, events, sleep, type EventSummary } from "./sourcesSupport.js";
 
@@ -131,8 +131,9 @@ describe("restart (real server)", function () {
     const echoBefore = (await events(client, echo.id)).length;
     await server.stop();
 
-    // The bus is one process's file: with the server stopped, this process publishes the copies.
-    const bus = await openEmbeddedBus({ file: path.join(server.dataDir, "bus.db") });
+    // With the server stopped, this process publishes the copies on the server's own bus
+    // (its embedded file, or its Kafka namespace).
+    const bus = await openBus(server.busUrl, { file: path.join(server.dataDir, "bus.db"), clientId: "redelivery-test" });
     const message = (m: Omit<InvocationMessage, "minPosition" | "enqueuedMs">) => ({
       key: m.sourceId,
       value: JSON.stringify({ ...m, minPosition: 0, enqueuedMs: Date.now() }),

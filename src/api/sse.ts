@@ -7,6 +7,7 @@ import type { RunLogged } from "../../commands/emitters/runLog.js";
 import type { SourceDeleted } from "../../commands/sources/source.js";
 import { emittedEventRow } from "../../projections/emittedEvents.js";
 import { runLogRow } from "../../projections/sourceLogs.js";
+import { canSee } from "./access.js";
 import { visibleSource } from "./resources/sources.js";
 import { eventSummary, logSummary } from "./resources/events.js";
 
@@ -20,6 +21,7 @@ const CATCH_UP_BATCH = 50;
 export const sseFrame = (id: string, data: unknown): string => `id: ${id}\ndata: ${JSON.stringify(data)}\n\n`;
 const END_FRAME = `event: end\ndata: ${JSON.stringify({ reason: "source deleted" })}\n\n`;
 const HEARTBEAT = ": heartbeat\n\n";
+const REVOKED_FRAME = `event: end\ndata: ${JSON.stringify({ reason: "access revoked" })}\n\n`;
 
 /** Frames of kept items after a log position, oldest first. */
 export type CatchUp = (afterSeq: number, limit: number) => { seq: number; frame: string }[];
@@ -36,6 +38,8 @@ interface Client {
   lagging: boolean;
   /** Heartbeat ticks passed while lagging without a 'drain'. */
   stalledTicks: number;
+  /** Whether the caller may still read this stream (its key not revoked, the source still visible). */
+  readonly allowed: () => boolean;
 }
 
 /**
@@ -69,7 +73,7 @@ export class SseHub {
    * compute the cursor in the same synchronous step: the projector publishes right after each
    * commit, so nothing falls between the read models and the live tail, and nothing comes twice.
    */
-  add(stream: Pick<Client, "emitterId" | "channel" | "res" | "catchUp" | "cursor">): void {
+  add(stream: Pick<Client, "emitterId" | "channel" | "res" | "catchUp" | "cursor" | "allowed">): void {
     const client: Client = { ...stream, lagging: false, stalledTicks: 0 };
     if (client.res.destroyed || client.res.writableEnded) return; // closed while the request was authenticated
     let clients = this.#byEmitter.get(client.emitterId);
@@ -166,6 +170,12 @@ export class SseHub {
     for (const clients of this.#byEmitter.values()) {
       for (const client of clients) {
         if (this.#gone(client)) continue;
+        // A stream outlives its request's authentication: a revoked key ends it at the next beat.
+        if (!client.allowed()) {
+          this.#remove(client);
+          client.res.end(REVOKED_FRAME);
+          continue;
+        }
         if (!client.lagging) {
           if (!client.res.write(HEARTBEAT)) client.lagging = true;
         } else if (++client.stalledTicks >= STALLED_HEARTBEATS) {
@@ -236,7 +246,8 @@ export function sseRoutes(services: Services, hub: SseHub): Route[] {
           "x-accel-buffering": "no",
         });
         res.write(": connected\n\n");
-        hub.add({ emitterId: row.id, channel, res, catchUp, cursor });
+        const allowed = () => services.accounts.keyActive(caller.keyId) && canSee(services.accounts, caller, row.owner_id);
+        hub.add({ emitterId: row.id, channel, res, catchUp, cursor, allowed });
         return {};
       },
     },

@@ -41,6 +41,10 @@ export class AccountsReadModel {
     return row && { userId: row.user_id, keyId: row.id, operator: row.operator === 1 };
   }
 
+  keyActive(keyId: string): boolean {
+    return statement(this.db, "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL").get(keyId) !== undefined;
+  }
+
   user(id: string): UserRow | undefined {
     return statement<[string], UserRow>(this.db, "SELECT * FROM users WHERE id = ?").get(id);
   }

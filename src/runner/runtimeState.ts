@@ -10,7 +10,7 @@ import {
 } from "../../commands/emitters/emitter.js";
 import { recordRun, type RecordRun, type RunDecision } from "../../commands/emitters/recordRun.js";
 
-interface Loaded {
+export interface Loaded {
   readonly state: EmitterRuntimeState;
   /** Revisions the next append expects (undefined: the stream does not exist). */
   readonly emitterRevision: number | undefined;
@@ -57,11 +57,26 @@ export interface Recorded {
  * Records a finished run: decides on the current state and appends with the expected revision;
  * when another writer (a hook on another node) got there first, decides again on fresh state.
  */
-export async function recordRunOutcome(store: EventStore, command: RecordRun): Promise<Recorded> {
+export interface RecordOptions {
+  /** State read just before the run: saves a read; a conflict on append reads again anyway. */
+  readonly loaded?: Loaded;
+  /**
+   * Another append that belongs with this run (its log), started as soon as the run is decided so
+   * both share a group commit; called once, not for a duplicate.
+   */
+  readonly alongside?: (decision: Exclude<RunDecision, { kind: "duplicate" }>) => Promise<number>;
+}
+
+export async function recordRunOutcome(store: EventStore, command: RecordRun, options: RecordOptions = {}): Promise<Recorded> {
+  let alongside: Promise<number> | undefined;
   for (let attempt = 0; ; attempt++) {
-    const loaded = await loadRuntimeState(store, command.emitterId);
+    const loaded = attempt === 0 && options.loaded ? options.loaded : await loadRuntimeState(store, command.emitterId);
     const decision = recordRun(command, loaded.state);
-    if (decision.kind === "duplicate") return { decision, position: undefined, emitted: [] };
+    if (decision.kind === "duplicate") {
+      await alongside;
+      return { decision, position: undefined, emitted: [] };
+    }
+    alongside ??= options.alongside?.(decision);
     const [stream, revision] =
       decision.kind === "emits"
         ? [emitterStream(command.emitterId), loaded.emitterRevision]
@@ -72,7 +87,8 @@ export async function recordRunOutcome(store: EventStore, command: RecordRun): P
         // The db stream only ever needs its newest state.
         await store.truncateBefore(stream, result.nextExpectedRevision);
       }
-      return { decision, position: result.position, emitted: decision.kind === "emits" ? decision.emitted : [] };
+      const position = Math.max(result.position, (await alongside) ?? 0);
+      return { decision, position, emitted: decision.kind === "emits" ? decision.emitted : [] };
     } catch (error) {
       if (error instanceof WrongExpectedRevisionError && attempt < 10) continue;
       throw error;

@@ -2,7 +2,7 @@ import type { EventStore } from "../store/eventStore.js";
 import type { HttpResponse, InvocationMethod, InvocationOutcome, LogLine } from "../runtime/types.js";
 import type { ComponentRuntime } from "./componentRuntime.js";
 import type { LoadedComponent } from "./components.js";
-import { loadRuntimeState, recordRunOutcome } from "./runtimeState.js";
+import { loadRuntimeState, recordRunOutcome, type Loaded } from "./runtimeState.js";
 import { openProps } from "../sources/configuredProps.js";
 import type { Sealer } from "../secrets/sealer.js";
 import type { Clock } from "../ids.js";
@@ -66,7 +66,7 @@ export class SourceRunner {
       return { outcome: emptyOutcome(), duplicate: true, emitted: [], response: undefined, position: undefined };
     }
     const execution = await this.execute(request, loaded.state.db);
-    return this.record(request, execution);
+    return this.record(request, execution, loaded);
   }
 
   /** Runs the code without recording anything (hooks are recorded only once all of them passed). */
@@ -90,8 +90,8 @@ export class SourceRunner {
     return { outcome, startedMs };
   }
 
-  /** Appends what an execution did: its events and state together, then its log. */
-  async record(request: RunRequest, { outcome, startedMs }: Execution): Promise<RunResult> {
+  /** Appends what an execution did: its events and state together, and beside them its log. */
+  async record(request: RunRequest, { outcome, startedMs }: Execution, loaded?: Loaded): Promise<RunResult> {
     const { source, component, invocationId, trigger } = request;
     const emits: Emit[] = outcome.emits.map((e) => ({ event: e.event, meta: e.meta }));
     // Errors thrown by a source are emitted on its $errors channel, with what triggered the run.
@@ -114,13 +114,14 @@ export class SourceRunner {
       dbChanged: outcome.dbChanged,
       startedMs,
       nowMs: this.clock.now(),
+    }, {
+      ...(loaded ? { loaded } : {}),
+      alongside: (decision) => this.log(request, startedMs, outcome, decision.warnings),
     });
     if (recorded.decision.kind === "duplicate") {
       return { outcome, duplicate: true, emitted: [], response: undefined, position: undefined };
     }
-    const warnings = "warnings" in recorded.decision ? recorded.decision.warnings : [];
-    const logged = await this.log(request, startedMs, outcome, warnings);
-    return { outcome, duplicate: false, emitted: recorded.emitted, response: outcome.response, position: Math.max(recorded.position ?? 0, logged) };
+    return { outcome, duplicate: false, emitted: recorded.emitted, response: outcome.response, position: recorded.position };
   }
 
   async log(request: RunRequest, startedMs: number, outcome: InvocationOutcome, warnings: readonly string[]): Promise<number> {

@@ -499,6 +499,22 @@ describe("source SSE stream (real server, real EventSource)", function () {
         await raw.close();
       }
     });
+
+    it("ends when the key that opened it is revoked", async () => {
+      const { sse } = await newSource();
+      const key = (await admin.post("/v1/users/me/api_keys", { name: "short-lived" })).body.data;
+      const raw = await rawStream(sse, key.api_key);
+      try {
+        await until("the stream to open", () => raw.lines.some((l) => l.line.startsWith(": connected")) || undefined);
+        await sleep(700);
+        expect(raw.ended, "still open while the key is valid").to.equal(false);
+        expect((await admin.delete(`/v1/users/me/api_keys/${key.id}`)).status).to.equal(204);
+        await until("the stream to end", () => raw.ended || undefined, 5_000);
+        expect(raw.lines.map((l) => l.line).join("\n")).to.include('event: end\ndata: {"reason":"access revoked"}');
+      } finally {
+        await raw.close();
+      }
+    });
   });
 
   describe("channels", () => {

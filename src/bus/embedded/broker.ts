@@ -49,7 +49,8 @@ export class Member {
         try {
           const result = await this.abandoned.guard(Promise.resolve().then(() => this.handler(record)));
           if (result === interrupted || this.group.broker.closed) return "abandoned";
-          this.group.broker.log.commit(this.group.id, record.topic, record.partition, Number(record.offset) + 1);
+          const log = this.group.broker.log;
+          await log.batch.run(() => log.commit(this.group.id, record.topic, record.partition, Number(record.offset) + 1));
           return "committed";
         } catch (error) {
           failure = error;
@@ -237,8 +238,9 @@ export class EmbeddedBroker {
     return this.nextMemberId++;
   }
 
-  publish(topic: string, messages: readonly OutgoingMessage[]): void {
-    const appended = this.log.append(topic, messages);
+  async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    this.log.partitions(topic); // an unknown topic fails before queueing
+    const appended = await this.log.batch.run(() => this.log.append(topic, messages));
     const touched = new Set(appended.map(({ partition }) => partitionKey(topic, partition)));
     for (const key of touched) for (const worker of this.watchers.get(key) ?? []) worker.wake();
   }

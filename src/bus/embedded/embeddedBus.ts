@@ -68,7 +68,7 @@ class EmbeddedBus implements Bus {
 
   async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
     this.assertOpen();
-    if (messages.length > 0) this.broker.publish(topic, messages);
+    if (messages.length > 0) await this.broker.publish(topic, messages);
   }
 
   async consume(options: ConsumeOptions): Promise<BusConsumer> {

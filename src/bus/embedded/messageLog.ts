@@ -4,6 +4,7 @@
 import Database from "better-sqlite3";
 import { partitionForKey } from "../partition.js";
 import { toBuffer, UnknownTopicError, type BusRecord, type OutgoingMessage, type TopicSpec } from "../bus.js";
+import { WriteBatch } from "./writeBatch.js";
 
 interface MessageRow {
   topic: string;
@@ -28,6 +29,8 @@ export class MessageLog {
   private readonly db: Database.Database;
   private readonly partitionCounts = new Map<string, number>();
   private readonly statements;
+  /** Publishes and offset commits of one event-loop turn share a transaction (one fsync). */
+  readonly batch: WriteBatch;
 
   constructor(
     file: string,
@@ -38,6 +41,7 @@ export class MessageLog {
     // FULL: publish resolves only after the WAL is fsync'd, so an acknowledged message survives power loss.
     this.db.pragma("synchronous = FULL");
     this.db.pragma("busy_timeout = 5000");
+    this.batch = new WriteBatch(this.db);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS bus_topics (
         name TEXT PRIMARY KEY,
@@ -197,6 +201,7 @@ export class MessageLog {
   }
 
   close(): void {
+    this.batch.flush();
     this.db.close();
   }
 }

@@ -164,7 +164,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   // Runs start once the public URL (endpoint URLs) is known.
   if (roles.has("runner")) {
     const consumer = await startRunner({
-      bus, projector, sources, components, runner, endpointUrl, concurrency: config.runnerConcurrency,
+      bus, replies, projector, sources, components, runner, endpointUrl, concurrency: config.runnerConcurrency,
     });
     closers.push(() => consumer.stop());
   }

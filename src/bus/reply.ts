@@ -53,6 +53,13 @@ export function replyTopicFor(nodeId: string): string {
 }
 
 export interface ReplyChannel {
+  /** This node's reply topic. */
+  readonly topic: string;
+  /**
+   * Hands a reply to a request of this very node without the bus: a responder in the same process
+   * skips two durable writes for an answer that only matters while this process lives.
+   */
+  deliverLocally(correlationId: string, reply: Reply): boolean;
   /** Publishes the request and resolves with its reply; rejects with ReplyTimeoutError. */
   request(topic: string, message: OutgoingMessage, options?: { timeoutMs?: number }): Promise<Reply>;
   /** Stops listening; requests still waiting reject with BusClosedError. */
@@ -91,6 +98,12 @@ export async function openReplyChannel(options: ReplyChannelOptions): Promise<Re
   let closed = false;
 
   return {
+    topic: replyTopic,
+    deliverLocally(correlationId, reply) {
+      const waiting = pending.get(correlationId);
+      waiting?.resolve(reply);
+      return waiting !== undefined;
+    },
     async request(topic, message, requestOptions = {}) {
       if (closed) throw new BusClosedError();
       const timeoutMs = requestOptions.timeoutMs ?? options.timeoutMs ?? 30_000;

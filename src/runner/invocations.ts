@@ -58,6 +58,8 @@ export class InvocationQueue {
 
 export interface RunnerConsumerDeps {
   readonly bus: Bus;
+  /** This node's reply channel: answers to its own requests skip the bus. */
+  readonly replies: ReplyChannel;
   readonly projector: Projector;
   readonly sources: SourcesReadModel;
   readonly components: ComponentCache;
@@ -83,8 +85,10 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
       const correlationId = record.headers[replyHeaders.correlationId];
       const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
       if (replyTo && correlationId && Date.now() <= deadline + 1000) {
+        const value = Buffer.from(JSON.stringify(reply));
+        if (replyTo === deps.replies.topic && deps.replies.deliverLocally(correlationId, { value, headers: {} })) return;
         await deps.bus.publish(replyTo, [
-          { key: correlationId, value: JSON.stringify(reply), headers: { [replyHeaders.correlationId]: correlationId } },
+          { key: correlationId, value, headers: { [replyHeaders.correlationId]: correlationId } },
         ]);
       }
     },

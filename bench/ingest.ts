@@ -9,9 +9,13 @@ import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { EventSource } from "eventsource";
-import { TestServer } from "../test/harness/server.js";
+import { TestServer, type TestMode } from "../test/harness/server.js";
+import { stopSharedKafka } from "../test/harness/kafka.js";
+import { dropTestSchemas } from "../test/harness/postgres.js";
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
+/** embedded (SQLite log, embedded bus) or scaled (PostgreSQL log, Kafka bus from the test harness). */
+const mode: TestMode = process.env.BENCH_MODE === "scaled" ? "scaled" : "embedded";
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const warmupSeconds = 1;
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -183,6 +187,7 @@ const MANY = 16;
 async function oneRun(): Promise<Sample> {
   const koa = await startPlainKoa();
   const server = new TestServer({
+    mode,
     env: { HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000000", HEADWATER_ENDPOINT_BURST: "1000000" },
   });
   await server.start(60_000);
@@ -248,6 +253,7 @@ async function oneRun(): Promise<Sample> {
 
 const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown";
 console.log(`machine: ${cpus().length} cpus (${cpuModel}), node ${process.version}, ${new Date().toISOString()}, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+console.log(`mode: ${mode === "scaled" ? "scaled (PostgreSQL log, Kafka bus)" : "embedded (SQLite log, embedded bus)"}`);
 console.log(`runs: ${runs} (medians); ${concurrency} connections, ${warmupSeconds} s warm-up + ${seconds} s measured per load; ${latencyEvents} sequential events for emit-to-SSE`);
 
 const samples: Sample[] = [];
@@ -277,3 +283,8 @@ console.log(`\nqueued, runs completed end to end: 1 source ${Math.round(m((s) =>
   `${MANY} sources ${Math.round(m((s) => s.queuedMany.runsPerSecond))}/s (drained ${m((s) => s.queuedMany.drainSeconds).toFixed(1)} s after)`);
 console.log(`emit-to-SSE (POST sent -> event on EventSource, one at a time, 1 source): queued p50 ${m((s) => s.sseQueued.p50).toFixed(1)} ms p99 ${m((s) => s.sseQueued.p99).toFixed(1)} ms; ` +
   `custom response p50 ${m((s) => s.sseCustom.p50).toFixed(1)} ms p99 ${m((s) => s.sseCustom.p99).toFixed(1)} ms`);
+
+if (mode === "scaled") {
+  await stopSharedKafka();
+  await dropTestSchemas();
+}

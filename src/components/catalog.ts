@@ -7,9 +7,6 @@ import type { ComponentRuntime } from "../runner/componentRuntime.js";
 import { ComponentCache, storedMeta, type LoadedComponent } from "../runner/components.js";
 import type { ComponentRow, SourcesReadModel } from "../readModels/sources.js";
 import { newId, type Clock } from "../ids.js";
-import { nameStream, uniqueName } from "../../commands/names/name.js";
-import { claimName } from "../../commands/names/claim.js";
-import semver from "semver";
 import type { PreparedComponent } from "../runtime/types.js";
 
 export interface CatalogDeps {

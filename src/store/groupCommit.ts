@@ -1,4 +1,6 @@
-import type { AppendResult, ExpectedRevision } from "./eventStore.js";
+import type { AppendOptions, AppendResult, ExpectedRevision, NewEvent } from "./eventStore.js";
+import { validateExpectedRevision } from "./expectedRevision.js";
+import { proposeEvents } from "./proposedEvent.js";
 import { EventStoreClosedError } from "./eventStoreClosedError.js";
 import type { ProposedEvent } from "./proposedEvent.js";
 
@@ -37,6 +39,17 @@ export class GroupCommit {
     /** Caps a transaction so one group never holds the writer for long. */
     private readonly maxGroupSize = 1000,
   ) {}
+
+  /** An adapter's `append`: checks the arguments, then queues the append for the next group. */
+  submit(stream: string, events: readonly NewEvent[], options?: AppendOptions): Promise<AppendResult> {
+    try {
+      const expectedRevision = options?.expectedRevision ?? "any";
+      validateExpectedRevision(expectedRevision);
+      return this.append({ stream, events: proposeEvents(events), expectedRevision });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
 
   append(append: PendingAppend): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new EventStoreClosedError());

@@ -11,11 +11,9 @@ import type {
   RecordedEvent,
   SubscribeToAllOptions,
 } from "../eventStore.js";
-import { validateExpectedRevision } from "../expectedRevision.js";
 import { EventStoreClosedError } from "../eventStoreClosedError.js";
 import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
 import type { StoredEventId } from "../idempotency.js";
-import { proposeEvents } from "../proposedEvent.js";
 import { planCommit } from "./commitPlan.js";
 import { layoutFor, migrate, type PostgresLayout } from "./schema.js";
 
@@ -104,13 +102,7 @@ class PostgresEventStore implements EventStore {
   }
 
   append(stream: string, events: readonly NewEvent[], options?: AppendOptions): Promise<AppendResult> {
-    try {
-      const expectedRevision = options?.expectedRevision ?? "any";
-      validateExpectedRevision(expectedRevision);
-      return this.groupCommit.append({ stream, events: proposeEvents(events), expectedRevision });
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return this.groupCommit.submit(stream, events, options);
   }
 
   /**

@@ -14,11 +14,11 @@ import type {
   RecordedEvent,
   SubscribeToAllOptions,
 } from "../eventStore.js";
-import { assertExpectedRevision, validateExpectedRevision } from "../expectedRevision.js";
+import { assertExpectedRevision } from "../expectedRevision.js";
 import { EventStoreClosedError } from "../eventStoreClosedError.js";
 import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
 import { findReplay, type StoredEventId } from "../idempotency.js";
-import { jsonText, proposeEvents } from "../proposedEvent.js";
+import { jsonText } from "../proposedEvent.js";
 import { prepareDatabase } from "./schema.js";
 
 export interface SqliteEventStoreOptions {
@@ -102,13 +102,7 @@ class SqliteEventStore implements EventStore {
   }
 
   append(stream: string, events: readonly NewEvent[], options?: AppendOptions): Promise<AppendResult> {
-    try {
-      const expectedRevision = options?.expectedRevision ?? "any";
-      validateExpectedRevision(expectedRevision);
-      return this.groupCommit.append({ stream, events: proposeEvents(events), expectedRevision });
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return this.groupCommit.submit(stream, events, options);
   }
 
   /** Runs inside the group's transaction; each append in its own savepoint. */

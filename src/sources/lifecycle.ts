@@ -70,7 +70,8 @@ export class SourceLifecycle {
     const runnable: RunnableSource = { id, creatorId: input.creatorId, storedProps: stored, endpointUrl: this.deps.endpointUrl(endpointId) };
     // Hooks first, recorded only once every one passed: a failing hook leaves nothing behind.
     const executions = await this.#hooks(runnable, component, ["deploy", "activate"], {}, false);
-    const name = input.name ?? component.meta.component.name;
+    // The seed: name "defaults to the component's name slug".
+    const name = input.name ?? (slugify(component.meta.component.name) || "source");
     const nameSlug = await this.#claimSlug(input.ownerId, slugify(name) || "source", id, input.metadata);
     const deployed = await handleCommand(this.deps.store, sourceStream(id), sourceEvolver, deploySource, {
       id, ownerId: input.ownerId, creatorId: input.creatorId, componentId: component.id, name, nameSlug, endpointId,

@@ -70,12 +70,12 @@ describe("sources: deploy and lifecycle (real server)", function () {
     expect(listed).to.deep.equal(withoutUser);
   });
 
-  it("name_slug is unique per owner and auto-incremented; name defaults to the component's name", async () => {
+  it("name_slug is unique per owner and auto-incremented; name defaults to the component's name slug", async () => {
     const slugs: string[] = [];
     for (let i = 0; i < 3; i++) {
       const r = await admin.post("/v1/sources", { component_code: hooked("x"), configured_props: { notify: `${receiver.url}/n` } });
       expect(r.status, JSON.stringify(r.body)).to.equal(200);
-      expect(r.body.data.name).to.equal("Hooked Source");
+      expect(r.body.data.name).to.equal("hooked-source");
       slugs.push(r.body.data.name_slug);
     }
     expect(slugs).to.deep.equal(["hooked-source", "hooked-source-1", "hooked-source-2"]);

@@ -128,6 +128,8 @@ export function sourceEndpoints(services: Services, options: EndpointOptions) {
         return;
       }
       const reply = await services.invocations.submitAndWait(message, services.runWaitMs);
+      // Read-your-writes: once answered, the events the run caused are listable on this node.
+      if (reply.position !== undefined) await services.projector.waitFor(reply.position);
       if (reply.response) return sendResponse(ctx, reply.response);
       if (reply.status !== "done") throw new ApiError(404, "not_found", "no active source at this endpoint");
       if (!reply.ok) {

@@ -95,10 +95,11 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const runtimeOptions = runtimeOptionsFromEnv(config.env, path.join(config.dataDir, "cache"));
   const runtime = new IsolatedRuntime(runtimeOptions);
   closers.push(() => runtime.close());
-  const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeIdOf(config)}` });
+  const nodeId = nodeIdOf(config);
+  const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeId}` });
   closers.push(() => bus.close());
   await bus.ensureTopics([{ name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS }]);
-  const replies = await openReplyChannel({ bus, nodeId: nodeIdOf(config) });
+  const replies = await openReplyChannel({ bus, nodeId });
   closers.push(() => replies.close());
 
   let publicUrl = config.publicUrl ?? "";
@@ -138,7 +139,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     },
   };
 
-  await publishRegistry({ store, runtime, clock }, projector);
+  await publishRegistry({ store, runtime, clock, sources }, projector);
 
   let server: http.Server | undefined;
   let listeningUrl = "";

@@ -9,6 +9,7 @@ import { componentStream, REGISTRY_OWNER } from "../../commands/components/compo
 import { nameStream, uniqueName } from "../../commands/names/name.js";
 import { claimName } from "../../commands/names/claim.js";
 import { newId } from "../ids.js";
+import { codeHash } from "../runtime/index.js";
 import type { Projector } from "../projector/projector.js";
 
 /** The registry/ folder of the repository: components we write and publish with every install. */
@@ -16,7 +17,7 @@ export const registryDir = path.resolve(path.dirname(fileURLToPath(import.meta.u
 
 /** Publishes every registry/ component not yet published (key@version is immutable, so this is idempotent). */
 export async function publishRegistry(
-  deps: Pick<CatalogDeps, "store" | "clock" | "runtime">,
+  deps: Pick<CatalogDeps, "store" | "clock" | "runtime" | "sources">,
   projector: Projector,
   dir = registryDir,
 ): Promise<string[]> {
@@ -24,6 +25,8 @@ export async function publishRegistry(
   const published: string[] = [];
   for (const file of fs.readdirSync(dir).filter((f) => /\.(m?js|ts)$/.test(f)).sort()) {
     const code = fs.readFileSync(path.join(dir, file), "utf8");
+    // Already published as is: skip bundling and loading it again at every start.
+    if (deps.sources.componentByHash(REGISTRY_OWNER, codeHash(code), null)) continue;
     const result = await publishComponent(deps, code, { by: "registry" });
     if (result.position !== undefined) await projector.waitFor(result.position);
     if (result.published) published.push(file);

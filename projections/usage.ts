@@ -16,6 +16,7 @@ export const usageProjection: Projection = {
   apply(db, recorded) {
     // Every execution of user code counts, hooks included: each one costs compute.
     const d = recorded.data as RunLogged["data"];
+    if (d.skipped) return;
     const day = Math.floor(d.startedMs / 86_400_000);
     statement(db,
       `INSERT INTO usage_daily (user_id, day, invocations, compute_ms) VALUES (?, ?, 1, ?)

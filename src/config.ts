@@ -26,6 +26,23 @@ export interface Config {
   readonly endpointRatePerSecond: number;
   readonly endpointBurst: number;
   readonly sseHeartbeatMs: number;
+  /** Back-pressure: queued invocations admitted per source, per billed user and per node. */
+  readonly sourceBacklog: number;
+  readonly ownerBacklog: number;
+  readonly ownerBacklogBytes: number;
+  readonly nodeBacklog: number;
+  readonly nodeBacklogBytes: number;
+  /** REST API: per API key, and per address for requests without a valid key. */
+  readonly apiRatePerSecond: number;
+  readonly apiBurst: number;
+  readonly anonymousRatePerSecond: number;
+  readonly anonymousBurst: number;
+  /** Client addresses from X-Forwarded-For (behind a trusted reverse proxy). */
+  readonly trustProxy: boolean;
+  /** How long an endpoint (custom response) or a manual run waits for the run's answer; default: run timeout + 15 s. */
+  readonly responseTimeoutMs: number | undefined;
+  /** How long SIGTERM lets requests and runs in flight finish before the node exits. */
+  readonly shutdownGraceMs: number;
   readonly env: NodeJS.ProcessEnv;
 }
 
@@ -71,6 +88,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     endpointRatePerSecond: integer(env, "HEADWATER_ENDPOINT_RATE_PER_SECOND", 50, 1),
     endpointBurst: integer(env, "HEADWATER_ENDPOINT_BURST", 200, 1),
     sseHeartbeatMs: integer(env, "HEADWATER_SSE_HEARTBEAT_MS", 15_000, 100),
+    sourceBacklog: integer(env, "HEADWATER_SOURCE_BACKLOG", 1_000, 1),
+    ownerBacklog: integer(env, "HEADWATER_OWNER_BACKLOG", 10_000, 1),
+    ownerBacklogBytes: integer(env, "HEADWATER_OWNER_BACKLOG_BYTES", 32 * 1024 * 1024, 1024),
+    nodeBacklog: integer(env, "HEADWATER_NODE_BACKLOG", 100_000, 1),
+    nodeBacklogBytes: integer(env, "HEADWATER_NODE_BACKLOG_BYTES", 256 * 1024 * 1024, 1024),
+    apiRatePerSecond: integer(env, "HEADWATER_API_RATE_PER_SECOND", 100, 1),
+    apiBurst: integer(env, "HEADWATER_API_BURST", 1000, 1),
+    anonymousRatePerSecond: integer(env, "HEADWATER_ANONYMOUS_RATE_PER_SECOND", 10, 1),
+    anonymousBurst: integer(env, "HEADWATER_ANONYMOUS_BURST", 100, 1),
+    trustProxy: env.HEADWATER_TRUST_PROXY === "1" || env.HEADWATER_TRUST_PROXY === "true",
+    responseTimeoutMs: env.HEADWATER_RESPONSE_TIMEOUT_MS ? integer(env, "HEADWATER_RESPONSE_TIMEOUT_MS", 0, 100) : undefined,
+    shutdownGraceMs: integer(env, "HEADWATER_SHUTDOWN_GRACE_MS", 30_000),
     env,
   };
 }

@@ -18,8 +18,9 @@ import { createApp } from "./api/app.js";
 import { SseHub } from "./api/sse.js";
 import type { Services } from "./api/services.js";
 import type { Config } from "./config.js";
-import { writePidFile, removePidFile } from "./dataDir.js";
+import { DataDirLock } from "./dataDir.js";
 import { openBus } from "./bus/open.js";
+import type { BusConsumer } from "./bus/bus.js";
 import { openReplyChannel } from "./bus/reply.js";
 import { IsolatedRuntime } from "./runner/componentRuntime.js";
 import { runtimeOptionsFromEnv, DEFAULT_LIMITS } from "./runtime/index.js";
@@ -30,6 +31,7 @@ import { ComponentCatalog } from "./components/catalog.js";
 import { publishRegistry } from "./components/registry.js";
 import { SourceLifecycle } from "./sources/lifecycle.js";
 import { QuotaGuard } from "./sources/quota.js";
+import { Admission } from "./runner/admission.js";
 import { TimerScheduler } from "./scheduler/timers.js";
 import { Retention } from "./projector/retention.js";
 import { loadSealer } from "./secrets/sealer.js";
@@ -41,7 +43,11 @@ export interface RunningNode {
   /** Where clients reach it (HEADWATER_PUBLIC_URL, else the listening address). */
   readonly publicUrl: string;
   readonly bootstrapKey: string | undefined;
-  close(): Promise<void>;
+  /**
+   * Stops the node: new work is refused at once, requests and runs in flight get `graceMs` to
+   * finish (0: none, like a crash for them), then everything closes.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 export const VERSION = "0.1.0";
@@ -78,9 +84,10 @@ function nodeIdOf(config: Config): string {
 }
 
 export async function startNode(config: Config, clock: Clock = systemClock): Promise<RunningNode> {
-  fs.mkdirSync(config.dataDir, { recursive: true });
+  // First of all: a second node on this directory is refused before it touches anything.
+  const lock = DataDirLock.acquire(config.dataDir);
   const roles = new Set(config.roles);
-  const closers: (() => Promise<void> | void)[] = [];
+  const closers: (() => Promise<void> | void)[] = [() => lock.release()];
   const store = await openEventStore(config.eventStore);
   closers.push(() => store.close());
   const db = openReadModels(readModelsFile(config));
@@ -124,12 +131,21 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   });
   const quota = new QuotaGuard(accounts, usage, config, clock);
   const invocations = new InvocationQueue(bus, replies);
+  const admission = new Admission({
+    sourceBacklog: config.sourceBacklog,
+    ownerBacklog: config.ownerBacklog,
+    ownerBacklogBytes: config.ownerBacklogBytes,
+    nodeBacklog: config.nodeBacklog,
+    nodeBacklogBytes: config.nodeBacklogBytes,
+    forgetAfterMs: Math.max(15 * 60_000, 2 * (runtimeOptions.timeoutMs ?? DEFAULT_LIMITS.timeoutMs)),
+  }, quota, projector, clock);
+  closers.push(() => admission.close());
   const lifecycle = new SourceLifecycle({
     store, sources, components, runner, sealer, clock, rules: { minTimerSeconds: config.timerMinSeconds }, endpointUrl,
   });
   const services: Services = {
-    config, store, projector, db, accounts, usage, clock, sources, components, catalog, lifecycle, quota, invocations,
-    runWaitMs: (runtimeOptions.timeoutMs ?? DEFAULT_LIMITS.timeoutMs) + 15_000,
+    config, store, projector, db, accounts, usage, clock, sources, components, catalog, lifecycle, quota, admission, invocations,
+    runWaitMs: config.responseTimeoutMs ?? (runtimeOptions.timeoutMs ?? DEFAULT_LIMITS.timeoutMs) + 15_000,
     publicUrl: () => publicUrl,
     endpointUrl,
     async written(write) {
@@ -143,14 +159,30 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
 
   let server: http.Server | undefined;
   let listeningUrl = "";
+  let hub: SseHub | undefined;
+  let inFlightRequests = 0;
+  const requestsDrained = new Set<() => void>();
   if (roles.has("api")) {
-    const hub = new SseHub(services, config.sseHeartbeatMs);
-    closers.push(() => hub.close());
-    const app = createApp(services, hub, { version: VERSION, publicUrl: () => publicUrl });
+    const sse = new SseHub(services, config.sseHeartbeatMs);
+    hub = sse;
+    closers.push(() => sse.close());
+    const app = createApp(services, sse, { version: VERSION, publicUrl: () => publicUrl });
     const listening = http.createServer(app.callback());
     // Longer than the usual client and proxy idle timeouts, so a client never reuses a socket the server is closing.
     listening.keepAliveTimeout = 65_000;
     listening.headersTimeout = 66_000;
+    listening.on("request", (_req, res) => {
+      inFlightRequests++;
+      res.once("close", () => {
+        inFlightRequests--;
+        if (inFlightRequests === 0) for (const drained of requestsDrained) drained();
+      });
+    });
+    // A malformed request or a reset socket is answered (or dropped) by itself, never thrown.
+    listening.on("clientError", (_error, socket) => {
+      if (socket.writable && !socket.destroyed) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+      else socket.destroy();
+    });
     server = listening;
     await new Promise<void>((resolve, reject) => {
       listening.once("error", reject);
@@ -163,39 +195,46 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   }
 
   // Runs start once the public URL (endpoint URLs) is known.
+  let runnerConsumer: BusConsumer | undefined;
   if (roles.has("runner")) {
-    const consumer = await startRunner({
+    runnerConsumer = await startRunner({
       bus, replies, projector, sources, components, runner, endpointUrl, concurrency: config.runnerConcurrency,
     });
-    closers.push(() => consumer.stop());
   }
+  let scheduler: TimerScheduler | undefined;
   if (roles.has("projector")) {
     const retention = new Retention(store, projector, sources);
     retention.start();
     closers.push(() => retention.stop());
   }
   if (roles.has("scheduler")) {
-    const scheduler = new TimerScheduler({ store, sources, components, invocations, projector, quota, clock });
+    scheduler = new TimerScheduler({ store, sources, components, invocations, projector, quota, clock });
     scheduler.start();
-    closers.push(() => scheduler.stop());
   }
 
-  writePidFile(config.dataDir);
+  const within = <T>(work: Promise<T>, deadline: number): Promise<T | undefined> =>
+    Promise.race([work, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now())).unref())]);
 
   return {
     url: listeningUrl,
     publicUrl,
     bootstrapKey,
-    async close() {
-      if (server) {
-        const closing = server;
-        await new Promise<void>((resolve) => {
-          closing.close(() => resolve());
-          closing.closeAllConnections();
-        });
+    async close(graceMs = 0) {
+      const deadline = Date.now() + graceMs;
+      // 1. Take nothing new: no connections, no timer ticks; live streams end so clients reconnect elsewhere.
+      const closed = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
+      server?.closeIdleConnections();
+      hub?.close();
+      await scheduler?.stop();
+      // 2. Requests in flight (custom responses wait for their runs) finish within the grace period.
+      if (inFlightRequests > 0) {
+        await within(new Promise<void>((resolve) => requestsDrained.add(resolve)), deadline);
       }
+      // 3. Runs in flight finish and are recorded; past the deadline they are abandoned and run again at the next start.
+      if (runnerConsumer) await within(runnerConsumer.stop(), deadline);
+      server?.closeAllConnections();
+      await closed;
       for (const close of closers.reverse()) await close();
-      removePidFile(config.dataDir);
     },
   };
 }

@@ -27,6 +27,8 @@ export type RunLogged = DomainEvent<
     ok: boolean;
     error: { name: string; message: string; stack?: string } | null;
     lines: LogLine[];
+    /** Set when the invocation was not run at all (its source was paused meanwhile): not billed. */
+    skipped?: "paused";
   }
 >;
 

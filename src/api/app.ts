@@ -14,6 +14,7 @@ import { sourceRoutes } from "./resources/sources.js";
 import { eventRoutes } from "./resources/events.js";
 import { sseRoutes, type SseHub } from "./sse.js";
 import { sourceEndpoints } from "./endpoints.js";
+import { RateLimiter } from "./rateLimit.js";
 
 export function apiRoutes(services: Services, hub: SseHub): Route[] {
   return [
@@ -38,7 +39,8 @@ export function createApp(services: Services, hub: SseHub, options: { version: s
   const allRoutes = [...routes, openapi];
   const publicPaths = new Set(allRoutes.filter((r) => r.public).map((r) => `${r.method} ${fullPath(r)}`));
 
-  const app = new Koa({ proxy: false });
+  // Behind a trusted reverse proxy, client addresses (rate limits) come from X-Forwarded-For.
+  const app = new Koa({ proxy: services.config.trustProxy });
   const router = new Router();
   mountRoutes(router, allRoutes);
   app.use(errorBodies);
@@ -52,6 +54,8 @@ export function createApp(services: Services, hub: SseHub, options: { version: s
       accounts: services.accounts,
       isPublic: (method, path) => publicPaths.has(`${method} ${path}`),
       catchUp: () => services.projector.catchUp(5_000),
+      perKey: new RateLimiter({ ratePerSecond: services.config.apiRatePerSecond, burst: services.config.apiBurst }),
+      perAddress: new RateLimiter({ ratePerSecond: services.config.anonymousRatePerSecond, burst: services.config.anonymousBurst }),
     }),
   );
   app.use(jsonBody(services.config.maxBodyBytes));

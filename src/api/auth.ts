@@ -3,6 +3,7 @@ import { ApiError } from "./errors.js";
 import { hashApiKey } from "../accounts/apiKeyFormat.js";
 import type { AccountsReadModel } from "../readModels/accounts.js";
 import type { Caller } from "./route.js";
+import type { RateLimiter } from "./rateLimit.js";
 
 export interface AuthOptions {
   readonly accounts: AccountsReadModel;
@@ -10,6 +11,10 @@ export interface AuthOptions {
   readonly isPublic: (method: string, path: string) => boolean;
   /** Brings the read models up to the log's head: a key issued a moment ago by the CLI is then known. */
   readonly catchUp: () => Promise<void>;
+  /** Per API key, for every authenticated request. */
+  readonly perKey: RateLimiter;
+  /** Per client address, for requests without a valid key (public paths, unknown keys): stops floods and guessing. */
+  readonly perAddress: RateLimiter;
 }
 
 const unauthorized = (message: string) =>
@@ -17,20 +22,37 @@ const unauthorized = (message: string) =>
 
 export function bearerAuth(options: AuthOptions) {
   return async function authenticate(ctx: Context, next: Next): Promise<void> {
-    if (options.isPublic(ctx.method, ctx.path)) return next();
+    const address = `ip:${ctx.ip}`;
+    if (options.isPublic(ctx.method, ctx.path)) {
+      options.perAddress.take(address, "from this address");
+      return next();
+    }
+    // An address that keeps failing gets no more catch-ups of the read models (the expensive part):
+    // an unknown key is then a 429, while a valid key from the same address still works.
+    const exhausted = !options.perAddress.has(address);
+    try {
+      ctx.state.caller = await identify(ctx, !exhausted);
+    } catch (error) {
+      if (exhausted) options.perAddress.check(address, "without a valid API key from this address");
+      options.perAddress.take(address, "without a valid API key from this address");
+      throw error;
+    }
+    options.perKey.take((ctx.state.caller as Caller).keyId, "with this API key");
+    return next();
+  };
+
+  async function identify(ctx: Context, mayCatchUp: boolean): Promise<Caller> {
     const header = ctx.get("authorization");
     if (header === "") throw unauthorized("the Authorization header is missing: send Authorization: Bearer <API key>");
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw unauthorized("the Authorization header must be Bearer <API key>");
     const hash = hashApiKey(match[1]!);
     let found = options.accounts.userByKeyHash(hash);
-    if (!found) {
+    if (!found && mayCatchUp) {
       await options.catchUp().catch(() => undefined);
       found = options.accounts.userByKeyHash(hash);
     }
     if (!found) throw unauthorized("the API key is unknown or revoked");
-    const caller: Caller = { userId: found.userId, keyId: found.keyId, operator: found.operator };
-    ctx.state.caller = caller;
-    return next();
-  };
+    return { userId: found.userId, keyId: found.keyId, operator: found.operator };
+  }
 }

@@ -1,6 +1,7 @@
 import type { Context, Next } from "koa";
 import getRawBody from "raw-body";
 import { ApiError } from "./errors.js";
+import { JsonLimitError, parseJson } from "../json/bounded.js";
 
 /**
  * Reads JSON request bodies for the API: wrong content type 415, over the limit 413, unparsable
@@ -29,13 +30,21 @@ export function jsonBody(limitBytes: number) {
       throw new ApiError(400, "malformed_body", "the request body could not be read");
     }
     if (text.trim() === "") return next();
-    try {
-      ctx.request.body = JSON.parse(text);
-    } catch (error) {
-      throw new ApiError(400, "malformed_json", `the request body is not valid JSON: ${(error as Error).message}`);
-    }
+    ctx.request.body = parseBody(text);
     return next();
   };
+}
+
+/** A JSON request body: malformed or too deeply nested text is the client's error (400), never a 500. */
+export function parseBody(text: string): unknown {
+  try {
+    return parseJson(text);
+  } catch (error) {
+    if (error instanceof JsonLimitError && error.reason === "too_deep") {
+      throw new ApiError(400, "json_too_deep", `the request body is ${error.message}`);
+    }
+    throw new ApiError(400, "malformed_json", `the request body is not valid JSON: ${(error as Error).message.replace(/^not valid JSON: /, "")}`);
+  }
 }
 
 declare module "koa" {

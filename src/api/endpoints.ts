@@ -3,13 +3,12 @@ import cors from "@koa/cors";
 import getRawBody from "raw-body";
 import busboy from "busboy";
 import querystring from "node:querystring";
-import { Readable } from "node:stream";
-import { TokenBucket } from "limiter";
-import { LRUCache } from "lru-cache";
 import { ApiError } from "./errors.js";
+import { RateLimiter } from "./rateLimit.js";
 import type { Services } from "./services.js";
 import type { HttpEvent, HttpResponse } from "../runtime/types.js";
 import { newId } from "../ids.js";
+import { JsonLimitError, parseJson } from "../json/bounded.js";
 
 /** Source endpoints live at /e/<endpoint id>[/any/sub/path], outside the authenticated API. */
 export const ENDPOINT_PATH = /^\/e\/([0-9a-z]{24})(\/.*)?$/;
@@ -20,16 +19,24 @@ export interface EndpointOptions {
   readonly burst: number;
 }
 
+/** Parts of a multipart body; a truncated or malformed body rejects (every stream has an error handler). */
 async function readMultipart(raw: Buffer, contentType: string): Promise<Record<string, unknown>> {
   const fields: Record<string, unknown> = {};
   await new Promise<void>((resolve, reject) => {
-    const parser = busboy({ headers: { "content-type": contentType } });
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: { "content-type": contentType }, limits: { fields: 1000, files: 100, parts: 1100 } });
+    } catch (error) {
+      reject(error); // no boundary, unknown type
+      return;
+    }
     parser.on("field", (name, value) => {
       fields[name] = name in fields ? [fields[name], value].flat() : value;
     });
     parser.on("file", (name, stream, info) => {
       const chunks: Buffer[] = [];
       stream.on("data", (c: Buffer) => chunks.push(c));
+      stream.on("error", reject);
       stream.on("end", () => {
         const content = Buffer.concat(chunks);
         fields[name] = { filename: info.filename, mimeType: info.mimeType, size: content.length, content_base64: content.toString("base64") };
@@ -37,7 +44,7 @@ async function readMultipart(raw: Buffer, contentType: string): Promise<Record<s
     });
     parser.on("close", () => resolve());
     parser.on("error", reject);
-    Readable.from(raw).pipe(parser);
+    parser.end(raw);
   });
   return fields;
 }
@@ -49,11 +56,15 @@ async function httpEvent(ctx: Context, raw: Buffer, subPath: string): Promise<Ht
   const type = ctx.get("content-type");
   try {
     if (raw.length === 0) body = undefined;
-    else if (ctx.is("application/json", "application/*+json")) body = JSON.parse(text);
+    else if (ctx.is("application/json", "application/*+json")) body = parseJson(text);
     else if (ctx.is("application/x-www-form-urlencoded")) body = { ...querystring.parse(text) };
     else if (ctx.is("multipart/form-data")) body = await readMultipart(raw, type);
-  } catch {
-    body = text; // unparsable: the run still gets the raw text
+  } catch (error) {
+    // Nesting past the bound could not be stored or delivered: refused. Anything merely unparsable reaches the run as text.
+    if (error instanceof JsonLimitError && error.reason === "too_deep") {
+      throw new ApiError(400, "json_too_deep", `the request body: ${error.message}`);
+    }
+    body = text;
   }
   return {
     method: ctx.method,
@@ -65,13 +76,46 @@ async function httpEvent(ctx: Context, raw: Buffer, subPath: string): Promise<Ht
   };
 }
 
+/**
+ * Headers a component may not set: framing and hop-by-hop ones (the node computes them), cookies
+ * and origin-wide security policy (endpoints may share the API's origin), CORS (the node answers it).
+ */
+const DROPPED_RESPONSE_HEADERS = /^(?:connection|keep-alive|transfer-encoding|upgrade|te|trailer|content-length|host|proxy-.*|set-cookie2?|strict-transport-security|clear-site-data|public-key-pins(?:-report-only)?|alt-svc|access-control-.*)$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[^\r\n\0]*$/;
+
+/** A component's custom response, under the documented header policy; throws if it cannot be sent as is. */
 function sendResponse(ctx: Context, response: HttpResponse): void {
+  if (!Number.isInteger(response.status) || response.status < 200 || response.status > 599) {
+    throw new ApiError(500, "run_failed", `the source responded with an invalid status ${String(response.status)}`);
+  }
+  const headers: [string, string | string[]][] = [];
+  for (const [name, value] of Object.entries(response.headers ?? {})) {
+    const values = Array.isArray(value) ? value : [value];
+    if (!HEADER_NAME.test(name) || !values.every((v) => typeof v === "string" && HEADER_VALUE.test(v))) {
+      throw new ApiError(500, "run_failed", `the source responded with an invalid header ${JSON.stringify(name).slice(0, 100)}`);
+    }
+    if (!DROPPED_RESPONSE_HEADERS.test(name.toLowerCase())) headers.push([name, value]);
+  }
   ctx.status = response.status;
-  for (const [name, value] of Object.entries(response.headers ?? {})) ctx.set(name, value as string | string[]);
+  for (const [name, value] of headers) ctx.set(name, value);
+  // Whatever the page is, it runs as an opaque origin: no script of a component acts as the API's origin.
+  ctx.append("Content-Security-Policy", "sandbox");
+  ctx.set("X-Content-Type-Options", "nosniff");
   const body = response.body;
   if (body === null || body === undefined) ctx.body = "";
   else if (typeof body === "string") ctx.body = body;
   else ctx.body = Buffer.from(body.base64, "base64");
+}
+
+/** An invocation that could not be queued frees its admission slot. */
+export async function submitted<T>(services: Pick<Services, "admission">, invocationId: string, submit: Promise<T>): Promise<T> {
+  try {
+    return await submit;
+  } catch (error) {
+    services.admission.release(invocationId);
+    throw error;
+  }
 }
 
 /**
@@ -80,7 +124,7 @@ function sendResponse(ctx: Context, response: HttpResponse): void {
  * events are stored, carrying what the run passed to respond().
  */
 export function sourceEndpoints(services: Services, options: EndpointOptions) {
-  const buckets = new LRUCache<string, TokenBucket>({ max: 50_000 });
+  const perSource = new RateLimiter({ ratePerSecond: options.ratePerSecond, burst: options.burst });
   const allowCors = cors({ origin: "*", allowMethods: "GET,HEAD,PUT,POST,DELETE,PATCH,OPTIONS", maxAge: 600 });
 
   return async function sourceEndpoint(ctx: Context, next: Next): Promise<void> {
@@ -90,17 +134,7 @@ export function sourceEndpoints(services: Services, options: EndpointOptions) {
       const row = services.sources.sourceByEndpoint(match[1]!);
       if (!row || row.active !== 1) throw new ApiError(404, "not_found", "no active source at this endpoint");
 
-      let bucket = buckets.get(row.id);
-      if (!bucket) {
-        bucket = new TokenBucket({ bucketSize: options.burst, tokensPerInterval: options.ratePerSecond, interval: "second" });
-        bucket.content = options.burst; // a new endpoint starts with its whole burst available
-        buckets.set(row.id, bucket);
-      }
-      if (!bucket.tryRemoveTokens(1)) {
-        const wait = Math.max(1, Math.ceil(1 / options.ratePerSecond));
-        throw new ApiError(429, "rate_limited", "too many requests to this endpoint", undefined, { "Retry-After": String(wait) });
-      }
-      services.quota.check(row.creator_id);
+      perSource.take(row.id, "to this endpoint");
 
       let raw: Buffer;
       try {
@@ -121,13 +155,16 @@ export function sourceEndpoints(services: Services, options: EndpointOptions) {
         minPosition: services.projector.position,
         enqueuedMs: services.clock.now(),
       };
+      services.admission.admit({
+        invocationId: message.invocationId, sourceId: row.id, ownerId: row.creator_id, bytes: Buffer.byteLength(message.event.bodyRaw) + 1024,
+      });
       if (!customResponse) {
-        await services.invocations.submit(message);
+        await submitted(services, message.invocationId, services.invocations.submit(message));
         ctx.status = 200;
         ctx.body = { success: true, invocation_id: message.invocationId };
         return;
       }
-      const reply = await services.invocations.submitAndWait(message, services.runWaitMs);
+      const reply = await submitted(services, message.invocationId, services.invocations.submitAndWait(message, services.runWaitMs));
       // Read-your-writes: once answered, the events the run caused are listable on this node.
       if (reply.position !== undefined) await services.projector.waitFor(reply.position);
       if (reply.response) return sendResponse(ctx, reply.response);

@@ -2,6 +2,7 @@ import type { Context, Next } from "koa";
 import { CommandRejected } from "../../commands/decider.js";
 import { ComponentValidationError } from "../runtime/errors.js";
 import { OutboundError } from "../net/outbound.js";
+import { ReplyTimeoutError } from "../bus/reply.js";
 
 export interface ErrorDetail {
   readonly path: string;
@@ -52,6 +53,9 @@ function toApiError(error: unknown): ApiError {
   }
   if (error instanceof OutboundError) {
     return new ApiError(400, "component_url_unreachable", `component_url could not be fetched: ${error.message}`);
+  }
+  if (error instanceof ReplyTimeoutError) {
+    return new ApiError(504, "run_timeout", `the run did not answer within ${Math.round(error.timeoutMs / 1000)} s`);
   }
   const status = (error as { status?: unknown; expose?: unknown }).status;
   // koa/http-errors from the router (405) and raw-body (413, 400) carry a safe status and message.

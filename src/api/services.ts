@@ -11,6 +11,7 @@ import type { ComponentCache } from "../runner/components.js";
 import type { SourceLifecycle } from "../sources/lifecycle.js";
 import type { QuotaGuard } from "../sources/quota.js";
 import type { InvocationQueue } from "../runner/invocations.js";
+import type { Admission } from "../runner/admission.js";
 
 /** What route handlers may use; built once per node in src/node.ts. */
 export interface Services {
@@ -26,6 +27,7 @@ export interface Services {
   readonly catalog: ComponentCatalog;
   readonly lifecycle: SourceLifecycle;
   readonly quota: QuotaGuard;
+  readonly admission: Admission;
   readonly invocations: InvocationQueue;
   /** How long a request waits for a run's answer (the run timeout plus slack). */
   readonly runWaitMs: number;

@@ -29,11 +29,27 @@ function describe(error: ErrorObject, where: string): ErrorDetail {
   return { path, message };
 }
 
+/** Decimal integers as query text: no exponents, hex, fractions or Infinity, and within the safe range. */
+const INTEGER_TEXT = /^-?(?:0|[1-9][0-9]{0,15})$/;
+
+function integerTextProblems(schema: Schema, value: unknown, where: string): ErrorDetail[] {
+  const properties = (schema.properties ?? {}) as Record<string, Schema>;
+  if (value === null || typeof value !== "object") return [];
+  const problems: ErrorDetail[] = [];
+  for (const [name, text] of Object.entries(value as Record<string, unknown>)) {
+    if (properties[name]?.type !== "integer" || typeof text !== "string") continue;
+    if (!INTEGER_TEXT.test(text) || !Number.isSafeInteger(Number(text))) problems.push({ path: `${where}.${name}`, message: "must be an integer" });
+  }
+  return problems;
+}
+
 function compile<T>(ajv: Ajv2020, schema: Schema, where: "query" | "body" | "params"): Validator<T> {
   const validate: ValidateFunction = ajv.compile(schema);
   return (value: unknown): T => {
-    if (validate(value)) return value as T;
-    const details = (validate.errors ?? []).map((e) => describe(e, where));
+    // Coercion would read "Infinity", "1e400" or "0x10" as numbers; text parameters must be plain decimals.
+    const textProblems = where === "body" ? [] : integerTextProblems(schema, value, where);
+    if (textProblems.length === 0 && validate(value)) return value as T;
+    const details = textProblems.length > 0 ? textProblems : (validate.errors ?? []).map((e) => describe(e, where));
     const first = details[0];
     throw new ApiError(400, "invalid_request", first ? `${first.path} ${first.message}` : `invalid ${where}`, details);
   };

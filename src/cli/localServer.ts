@@ -2,7 +2,7 @@ import fs from "node:fs";
 import Database from "better-sqlite3";
 import type { Config } from "../config.js";
 import { readModelsFile } from "../node.js";
-import { runningServerPid } from "../dataDir.js";
+import { dataDirInUse } from "../dataDir.js";
 
 /**
  * Read-your-writes for the operator: a server on the same data directory projects the CLI's
@@ -11,7 +11,7 @@ import { runningServerPid } from "../dataDir.js";
  */
 export async function waitForLocalServer(config: Config, position: number, timeoutMs = 10_000): Promise<void> {
   const file = readModelsFile(config);
-  if (runningServerPid(config.dataDir) === undefined || !fs.existsSync(file)) return;
+  if (!fs.existsSync(file) || !dataDirInUse(config.dataDir)) return;
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
     const lowest = db.prepare<[], { position: number | null }>("SELECT MIN(position) AS position FROM projection_checkpoints");

@@ -1,6 +1,8 @@
 import { Command } from "commander";
 import { loadConfig, parseRoles, ROLES } from "../config.js";
-import { startNode, VERSION } from "../node.js";
+import { startNode, VERSION, type RunningNode } from "../node.js";
+import type { Config } from "../config.js";
+import { failWith } from "./output.js";
 import { adminCommands } from "./admin.js";
 import { auditCommand } from "./audit.js";
 import { projectionsCommands } from "./projections.js";
@@ -12,10 +14,17 @@ program
   .description("run a node: serve the API and run sources (all roles, embedded log and bus unless configured otherwise)")
   .option("--roles <roles>", `comma-separated subset of ${ROLES.join(",")} (default: all, or HEADWATER_ROLES)`)
   .action(async (options: { roles?: string }) => {
-    const config = loadConfig();
-    const node = await startNode(options.roles ? { ...config, roles: parseRoles(options.roles) } : config);
+    let node: RunningNode;
+    let config: Config;
+    try {
+      const loaded = loadConfig();
+      config = options.roles ? { ...loaded, roles: parseRoles(options.roles) } : loaded;
+      node = await startNode(config);
+    } catch (error) {
+      failWith(error);
+    }
     if (node.url) process.stdout.write(`Headwater listening on ${node.url} (API at ${node.publicUrl}/v1)\n`);
-    else process.stdout.write(`Headwater node running without the api role (roles: ${(options.roles ? parseRoles(options.roles) : config.roles).join(",")})\n`);
+    else process.stdout.write(`Headwater node running without the api role (roles: ${config.roles.join(",")})\n`);
     if (node.bootstrapKey) {
       process.stdout.write(`Bootstrap operator API key (shown once, keep it): ${node.bootstrapKey}\n`);
     }
@@ -23,7 +32,7 @@ program
     const shutdown = () => {
       if (closing) return;
       closing = true;
-      node.close().then(() => process.exit(0), () => process.exit(1));
+      node.close(config.shutdownGraceMs).then(() => process.exit(0), () => process.exit(1));
     };
     process.on("SIGINT", shutdown);
     process.on("SIGTERM", shutdown);

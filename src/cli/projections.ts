@@ -1,4 +1,3 @@
-import fs from "node:fs";
 import type { Command } from "commander";
 import { openEventStore } from "../store/open.js";
 import { loadConfig } from "../config.js";
@@ -6,7 +5,7 @@ import { openReadModels } from "../readModels/database.js";
 import { rebuildProjections } from "../projector/projector.js";
 import { allProjections } from "../../projections/index.js";
 import { readModelsFile } from "../node.js";
-import { runningServerPid } from "../dataDir.js";
+import { DataDirLock } from "../dataDir.js";
 import { failWith, printJson } from "./output.js";
 
 export function projectionsCommands(program: Command): void {
@@ -16,9 +15,13 @@ export function projectionsCommands(program: Command): void {
     .description("drop every read model of this data directory and rebuild it from the log")
     .action(async () => {
       const config = loadConfig();
-      const pid = runningServerPid(config.dataDir);
-      if (pid !== undefined) failWith(new Error(`a server (pid ${pid}) is using ${config.dataDir}: stop it first`));
-      fs.mkdirSync(config.dataDir, { recursive: true });
+      // A running node holds the directory: rebuilding its read models under it would corrupt them.
+      let lock: DataDirLock;
+      try {
+        lock = DataDirLock.acquire(config.dataDir);
+      } catch (error) {
+        failWith(error);
+      }
       const store = await openEventStore(config.eventStore);
       const db = openReadModels(readModelsFile(config));
       const started = Date.now();
@@ -28,6 +31,7 @@ export function projectionsCommands(program: Command): void {
       } finally {
         db.close();
         await store.close();
+        lock.release();
       }
     });
 }

@@ -3,7 +3,8 @@ import { replyHeaders, type ReplyChannel } from "../bus/reply.js";
 import type { HttpResponse, LogLine } from "../runtime/types.js";
 import type { RunTrigger } from "../../commands/emitters/runLog.js";
 import type { Projector } from "../projector/projector.js";
-import type { SourcesReadModel } from "../readModels/sources.js";
+import type { SourceRow, SourcesReadModel } from "../readModels/sources.js";
+import { parseJson } from "../json/bounded.js";
 import type { ComponentCache } from "./components.js";
 import type { SourceRunner } from "./sourceRunner.js";
 
@@ -74,13 +75,26 @@ export interface RunnerConsumerDeps {
  * redelivered invocation that was already recorded is not run twice.
  */
 export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer> {
+  const failures = new Map<string, number>();
   return deps.bus.consume({
     groupId: "headwater.runners",
     topics: [INVOCATIONS_TOPIC],
     partitionsConcurrently: deps.concurrency,
     handler: async (record: BusRecord) => {
-      const message = JSON.parse(record.value.toString("utf8")) as InvocationMessage;
-      const reply = await runInvocation(deps, message);
+      const message = readInvocation(record);
+      if (!message) return; // unreadable: nothing to run and nobody to tell (logged)
+      let reply: InvocationReply;
+      try {
+        reply = await runInvocation(deps, message);
+        failures.delete(message.invocationId);
+      } catch (error) {
+        // Retried in place by the bus; an invocation that keeps failing is parked, not redelivered forever.
+        const attempts = (failures.get(message.invocationId) ?? 0) + 1;
+        failures.set(message.invocationId, attempts);
+        if (attempts < PARK_AFTER_ATTEMPTS) throw error;
+        reply = await parkInvocation(deps, message, `${(error as Error).message ?? String(error)} (after ${attempts} attempts)`);
+        failures.delete(message.invocationId);
+      }
       const replyTo = record.headers[replyHeaders.replyTo];
       const correlationId = record.headers[replyHeaders.correlationId];
       const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
@@ -95,21 +109,56 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
   });
 }
 
+/** Attempts of one invocation (each retried by the bus with backoff, ~25 s in all) before it is parked. */
+export const PARK_AFTER_ATTEMPTS = 8;
+
+function readInvocation(record: BusRecord): InvocationMessage | undefined {
+  try {
+    const message = parseJson(record.value.toString("utf8")) as InvocationMessage;
+    if (typeof message?.invocationId === "string" && typeof message.sourceId === "string") return message;
+  } catch {
+    // reported below
+  }
+  console.error(`runner: dropped an unreadable invocation message at ${record.topic}[${record.partition}]@${record.offset}`);
+  return undefined;
+}
+
+/**
+ * Records an invocation that cannot be processed as a failed run: its reason in the source's logs
+ * and on $errors with the original event, so the user sees it and the partition moves on.
+ */
+async function parkInvocation(deps: RunnerConsumerDeps, message: InvocationMessage, reason: string): Promise<InvocationReply> {
+  const row = deps.sources.source(message.sourceId);
+  const component = row ? deps.components.get(row.component_id) : undefined;
+  if (!row || !component) return { status: "gone" };
+  const error = { name: "InvocationParked", code: "PARKED", message: `the invocation could not be processed and was parked: ${reason}` };
+  const result = await deps.runner.park(
+    { source: runnableOf(deps, row), component, invocationId: message.invocationId, trigger: message.trigger, event: message.event },
+    error,
+  );
+  return { status: "done", ok: false, error, emitted: [], logs: [], ...(result.position !== undefined ? { position: result.position } : {}) };
+}
+
+const runnableOf = (deps: RunnerConsumerDeps, row: SourceRow) => ({
+  id: row.id,
+  creatorId: row.creator_id,
+  storedProps: JSON.parse(row.configured_props) as Record<string, unknown>,
+  endpointUrl: deps.endpointUrl(row.endpoint_id),
+});
+
 async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessage): Promise<InvocationReply> {
   await deps.projector.waitFor(message.minPosition);
   const row = deps.sources.source(message.sourceId);
   if (!row) return { status: "gone" };
   // A paused source takes no runs, except one asked for by hand.
-  if (row.active !== 1 && message.trigger !== "manual") return { status: "paused" };
+  if (row.active !== 1 && message.trigger !== "manual") {
+    const position = await deps.runner.logSkipped(message, { id: row.id, creatorId: row.creator_id });
+    return { status: "paused", position };
+  }
   const component = deps.components.get(row.component_id);
   if (!component) return { status: "gone" };
   const result = await deps.runner.run({
-    source: {
-      id: row.id,
-      creatorId: row.creator_id,
-      storedProps: JSON.parse(row.configured_props) as Record<string, unknown>,
-      endpointUrl: deps.endpointUrl(row.endpoint_id),
-    },
+    source: runnableOf(deps, row),
     component,
     invocationId: message.invocationId,
     trigger: message.trigger,

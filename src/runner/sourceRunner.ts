@@ -124,6 +124,20 @@ export class SourceRunner {
     return { outcome, duplicate: false, emitted: recorded.emitted, response: outcome.response, position: recorded.position };
   }
 
+  /** Records an invocation that could not be processed as a failed run (its state left as it was). */
+  async park(request: RunRequest, error: { name: string; code: string; message: string }): Promise<RunResult> {
+    const loaded = await loadRuntimeState(this.store, request.source.id);
+    const outcome: InvocationOutcome = {
+      ok: false, error, emits: [], logs: [], db: loaded.state.db, dbChanged: false, cpuMs: 0, wallMs: 0, warm: false,
+    };
+    return this.record(request, { outcome, startedMs: this.clock.now() }, loaded);
+  }
+
+  async logSkipped(request: Pick<RunRequest, "invocationId" | "trigger">, source: { id: string; creatorId: string }): Promise<number> {
+    const result = await this.store.append(logsStream(source.id), [skippedRunLog(request, source, "paused", this.clock.now())]);
+    return result.position;
+  }
+
   async log(request: RunRequest, startedMs: number, outcome: InvocationOutcome, warnings: readonly string[]): Promise<number> {
     const endedMs = this.clock.now();
     const lines: LogLine[] = [
@@ -159,6 +173,26 @@ export class SourceRunner {
     const result = await this.store.append(logsStream(request.source.id), [event]);
     return result.position;
   }
+}
+
+/** The log of an invocation that was dropped without running: the user sees why, the admission slot is freed. */
+export function skippedRunLog(request: Pick<RunRequest, "invocationId" | "trigger">, source: { id: string; creatorId: string }, reason: "paused", nowMs: number): RunLogged {
+  return {
+    type: "RunLogged",
+    data: {
+      sourceId: source.id,
+      invocationId: request.invocationId,
+      trigger: request.trigger,
+      userId: source.creatorId,
+      startedMs: nowMs,
+      endedMs: nowMs,
+      computeMs: 0,
+      ok: false,
+      error: { name: "SourcePaused", message: "the source was paused when this invocation's turn came; it was not run" },
+      lines: [{ ts: nowMs, level: "system", message: `${request.trigger} invocation ${request.invocationId} skipped: the source is paused` }],
+      skipped: reason,
+    },
+  };
 }
 
 function emptyOutcome(): InvocationOutcome {

@@ -17,12 +17,15 @@ export class QuotaGuard {
     private readonly clock: Clock,
   ) {}
 
-  /** Why the user's runs are refused now (a free account past a daily quota), or undefined when they may run. */
-  exceeded(userId: string): string | undefined {
+  /**
+   * Why the user's runs are refused now (a free account past a daily quota), or undefined when
+   * they may run; `inFlight` invocations admitted but not yet recorded count as used.
+   */
+  exceeded(userId: string, inFlight = 0): string | undefined {
     const user = this.accounts.user(userId);
     if (!user || user.plan === "paid") return undefined;
     const today = this.usage.today(userId, this.clock.now());
-    if (today.invocations >= this.limits.freeDailyInvocations) {
+    if (today.invocations + inFlight >= this.limits.freeDailyInvocations) {
       return `the daily invocations quota (${this.limits.freeDailyInvocations}) of this free account is used up until 00:00 UTC`;
     }
     if (today.computeMs >= this.limits.freeDailyComputeMs) {
@@ -32,8 +35,8 @@ export class QuotaGuard {
   }
 
   /** Throws the 429 an endpoint answers when the quota is used up. */
-  check(userId: string): void {
-    const reason = this.exceeded(userId);
+  check(userId: string, inFlight = 0): void {
+    const reason = this.exceeded(userId, inFlight);
     if (reason) {
       const now = this.clock.now();
       const retryAfter = Math.ceil((86_400_000 - (now % 86_400_000)) / 1000);

@@ -7,6 +7,7 @@ import { emitterStream } from "../../../commands/emitters/emitter.js";
 import { parseEventId } from "../../runner/eventIds.js";
 import type { EmittedEventRow, RunLogRow } from "../../readModels/sources.js";
 import { newId } from "../../ids.js";
+import { submitted } from "../endpoints.js";
 
 /** Event data over this many bytes of JSON is shortened in listings unless expand=event. */
 export const EVENT_PREVIEW_BYTES = 1024;
@@ -153,16 +154,17 @@ export function eventRoutes(services: Services): Route[] {
       response: { description: "the run's outcome: ok, error, emitted event ids, logs, custom response" },
       async handle({ caller, params, body }) {
         const row = visibleSource(services, caller, params.id as string);
-        services.quota.check(row.creator_id);
         const invocationId = newId("inv");
-        const reply = await services.invocations.submitAndWait({
+        const event = body.event ?? { manual: true, timestamp: Math.floor(services.clock.now() / 1000) };
+        services.admission.admit({ invocationId, sourceId: row.id, ownerId: row.creator_id, bytes: JSON.stringify(event).length + 1024 });
+        const reply = await submitted(services, invocationId, services.invocations.submitAndWait({
           invocationId,
           sourceId: row.id,
           trigger: "manual",
-          event: body.event ?? { manual: true, timestamp: Math.floor(services.clock.now() / 1000) },
+          event,
           minPosition: services.projector.position,
           enqueuedMs: services.clock.now(),
-        }, services.runWaitMs);
+        }, services.runWaitMs));
         if (reply.status === "gone") throw new ApiError(404, "not_found", "source not found");
         if (reply.position !== undefined) await services.projector.waitFor(reply.position);
         return { body: { data: { invocation_id: invocationId, ok: reply.ok, error: reply.error ?? null, emitted: reply.emitted ?? [], logs: reply.logs ?? [], response: reply.response ?? null } } };

@@ -109,8 +109,8 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
   });
 }
 
-/** Attempts of one invocation (each retried by the bus with backoff, ~25 s in all) before it is parked. */
-export const PARK_AFTER_ATTEMPTS = 8;
+/** Attempts of one invocation (each retried by the bus with backoff, ~3 to 6 s in all) before it is parked. */
+export const PARK_AFTER_ATTEMPTS = 6;
 
 function readInvocation(record: BusRecord): InvocationMessage | undefined {
   try {

@@ -26,9 +26,14 @@ export class Sealer {
   open(sealed: Sealed): unknown {
     const [version, iv, body, tag] = sealed.$sealed.split(".");
     if (version !== "v1" || !iv || body === undefined || !tag) throw new Error("unrecognized sealed value");
-    const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(iv, "base64url"));
-    decipher.setAuthTag(Buffer.from(tag, "base64url"));
-    const clear = Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]);
+    let clear: Buffer;
+    try {
+      const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(iv, "base64url"));
+      decipher.setAuthTag(Buffer.from(tag, "base64url"));
+      clear = Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]);
+    } catch {
+      throw new Error("a secret value could not be opened with this node's key (was HEADWATER_SECRET_KEY changed, or does this node not share it?)");
+    }
     return JSON.parse(clear.toString("utf8"));
   }
 }

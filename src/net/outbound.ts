@@ -93,18 +93,29 @@ export async function resolveAllowedAddress(
     return { address: first.address, family: first.family === 6 ? 6 : 4 };
   }
   // Every answer must pass: a name that also points inward is refused as a whole.
-  for (const candidate of candidates) {
-    const verdict = classifyAddress(candidate.address);
+  const verdicts = candidates.map((candidate) => classifyAddress(candidate.address));
+  for (const verdict of verdicts) {
     if (!verdict.allowed) {
+      const carrying = verdict.embeddedIPv4 ? ` carrying ${verdict.embeddedIPv4}` : "";
       throw new OutboundError(
         "BLOCKED_ADDRESS",
-        `refusing to connect to ${host} (${verdict.address}, ${verdict.range} address); ` +
+        `refusing to connect to ${host} (${verdict.address}, ${verdict.range} address${carrying}); ` +
           "set HEADWATER_ALLOW_PRIVATE_NETWORKS=1 to allow private networks",
       );
     }
   }
-  const first = candidates[0]!;
-  return { address: first.address, family: first.family === 6 ? 6 : 4 };
+  // The pin is the normalised address that was checked, its family read off the address itself.
+  const checked = verdicts[0]!.address;
+  return { address: checked, family: checked.includes(":") ? 6 : 4 };
+}
+
+/**
+ * Parses `url` as the client does and picks the address it would connect to: the WHATWG parser has
+ * already turned decimal, octal, hex, percent-encoded and trailing-dot IPv4 forms into a dotted quad
+ * and IPv6 into its compressed form (zone ids are invalid URLs), so the normalised host is what is checked.
+ */
+export async function resolveUrlAddress(url: string | URL, policy: OutboundPolicy = {}): Promise<{ address: string; family: 4 | 6 }> {
+  return resolveAllowedAddress(parseUrl(url).hostname, policy);
 }
 
 function parseUrl(url: string | URL): URL {
@@ -183,7 +194,7 @@ async function sendOnce(
 ): Promise<Omit<OutboundResponse, "url" | "redirected">> {
   const remaining = deadline - Date.now();
   if (remaining <= 0) throw new OutboundError("TIMEOUT", `request to ${url.host} timed out after ${timeoutMs} ms`);
-  const target = await withDeadline(resolveAllowedAddress(url.hostname, policy), remaining, url, timeoutMs);
+  const target = await withDeadline(resolveUrlAddress(url, policy), remaining, url, timeoutMs);
   const maxBytes = req.maxResponseBytes ?? OUTBOUND_DEFAULTS.maxResponseBytes;
   const decompress = req.decompress ?? true;
   // Hands net.connect the address that was checked, whatever DNS would answer now.

@@ -4,8 +4,7 @@ import { expect } from "chai";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import zlib from "node:zlib";
-import { classifyAddress } from "../../src/net/addressPolicy.js";
-import { OutboundError, outboundRequest, resolveAllowedAddress } from "../../src/net/outbound.js";
+import { OutboundError, outboundRequest, resolveAllowedAddress, resolveUrlAddress } from "../../src/net/outbound.js";
 
 interface Server {
   port: number;
@@ -43,41 +42,99 @@ async function failure(p: Promise<unknown>): Promise<OutboundError> {
   return err as OutboundError;
 }
 
-describe("net: address policy", () => {
+describe("net: URL to checked address", () => {
+  // Literal hosts must never reach the resolver; names get a fixed answer, so no real DNS is used.
+  const asked: string[] = [];
+  const answers: Record<string, string> = {
+    "localhost.": "127.0.0.1",
+    "public.example.test.": "2a00:1450:4001:80b::200e",
+    "compat.example.test": "::127.0.0.1",
+  };
+  const resolve = async (hostname: string) => {
+    asked.push(hostname);
+    const address = answers[hostname];
+    if (!address) throw new Error("ENOTFOUND");
+    return [{ address, family: address.includes(":") ? 6 : 4 }];
+  };
+  beforeEach(() => (asked.length = 0));
+
+  // [URL, what the refusal names: "address, range address[ carrying IPv4]"]
   const refused: [string, string][] = [
-    ["127.0.0.1", "loopback"],
-    ["127.5.6.7", "loopback"],
-    ["10.1.2.3", "private"],
-    ["172.16.0.1", "private"],
-    ["192.168.1.1", "private"],
-    ["169.254.169.254", "metadata"],
-    ["169.254.1.1", "linkLocal"],
-    ["100.64.0.1", "carrierGradeNat"],
-    ["100.100.100.200", "metadata"],
-    ["0.0.0.0", "unspecified"],
-    ["224.0.0.1", "multicast"],
-    ["255.255.255.255", "broadcast"],
-    ["::1", "loopback"],
-    ["::", "unspecified"],
-    ["fc00::1", "uniqueLocal"],
-    ["fd00:ec2::254", "metadata"],
-    ["fe80::1", "linkLocal"],
-    ["ff02::1", "multicast"],
-    ["::ffff:127.0.0.1", "loopback"],
-    ["::ffff:10.0.0.1", "private"],
-    ["64:ff9b::a00:1", "rfc6052"],
-    ["2002:7f00:1::", "6to4"],
+    ["http://2130706433/", "127.0.0.1, loopback address"], // decimal
+    ["http://0x7f.1/", "127.0.0.1, loopback address"], // hex, two parts
+    ["http://0x7f000001/", "127.0.0.1, loopback address"],
+    ["http://0177.0.0.1/", "127.0.0.1, loopback address"], // octal
+    ["http://127.1/", "127.0.0.1, loopback address"],
+    ["http://127.0.0.1./", "127.0.0.1, loopback address"], // trailing dot
+    ["http://%31%32%37.0.0.1/", "127.0.0.1, loopback address"], // percent-encoded
+    ["http://\uff11\uff12\uff17.0.0.1/", "127.0.0.1, loopback address"], // fullwidth digits
+    ["http://user:pw@127.0.0.1:8080/x", "127.0.0.1, loopback address"],
+    ["http://0/", "0.0.0.0, unspecified address"],
+    ["http://0xa9.0xfe.0xa9.0xfe/", "169.254.169.254, metadata address"],
+    ["http://[::1]/", "::1, loopback address"],
+    ["http://[0:0:0:0:0:0:0:1]:8080/", "::1, loopback address"],
+    ["http://[::127.0.0.1]/", "::7f00:1, ipv4Compatible address carrying 127.0.0.1"], // the reported bypasses
+    ["http://[::a9fe:a9fe]/", "::a9fe:a9fe, ipv4Compatible address carrying 169.254.169.254"],
+    ["http://[::ffff:127.0.0.1]/", "::ffff:7f00:1, ipv4Mapped address carrying 127.0.0.1"],
+    ["http://[::ffff:8.8.8.8]/", "::ffff:808:808, ipv4Mapped address carrying 8.8.8.8"],
+    ["http://[::ffff:0:10.0.0.1]/", "::ffff:0:a00:1, rfc6145 address carrying 10.0.0.1"],
+    ["http://[64:ff9b::169.254.169.254]/", "64:ff9b::a9fe:a9fe, rfc6052 address carrying 169.254.169.254"],
+    ["http://[2002:c0a8:101::1]/", "2002:c0a8:101::1, 6to4 address carrying 192.168.1.1"],
+    ["http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "2001:0:4136:e378:8000:63bf:80ff:fffe, teredo address carrying 127.0.0.1"],
+    ["http://[FE80::1]/", "fe80::1, linkLocal address"],
+    ["http://[fd00:ec2::254]/", "fd00:ec2::254, metadata address"],
+    ["http://localhost./", "127.0.0.1, loopback address"], // a name with a trailing dot goes to DNS
+    ["http://compat.example.test/", "::7f00:1, ipv4Compatible address carrying 127.0.0.1"], // dotted answer from a resolver
   ];
-  for (const [address, range] of refused) {
-    it(`refuses ${address} (${range})`, () => {
-      expect(classifyAddress(address)).to.deep.include({ allowed: false, range });
+  for (const [url, named] of refused) {
+    it(`refuses ${url}`, async () => {
+      const err = await failure(resolveUrlAddress(url, { resolve }));
+      expect(err.code).to.equal("BLOCKED_ADDRESS");
+      expect(err.message).to.include(`(${named});`);
     });
   }
-  for (const address of ["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111"]) {
-    it(`allows ${address}`, () => {
-      expect(classifyAddress(address)).to.deep.include({ allowed: true, range: "unicast" });
+
+  for (const url of ["http://[fe80::1%25eth0]/", "http://[fe80::1%eth0]/", "http://[2001:db8::1]./", "http://1.2.3.4.5/", "http://08.0.0.1/"]) {
+    it(`rejects ${url} as an invalid URL`, async () => {
+      expect((await failure(resolveUrlAddress(url, { resolve }))).code).to.equal("INVALID_URL");
+      expect(asked).to.deep.equal([]);
     });
   }
+
+  it("refuses a scoped literal handed over as a hostname", async () => {
+    const err = await failure(resolveAllowedAddress("fe80::1%eth0", { resolve }));
+    expect(err.code).to.equal("BLOCKED_ADDRESS");
+    expect(err.message).to.include("invalid address");
+  });
+
+  const allowed: [string, string, 4 | 6][] = [
+    ["http://8.8.8.8/", "8.8.8.8", 4],
+    ["https://1.1.1.1:443/dns-query", "1.1.1.1", 4],
+    ["http://134744072/", "8.8.8.8", 4], // decimal form of a public address: the normalised address passes
+    ["http://8.8.8.8./", "8.8.8.8", 4],
+    ["http://[2606:4700:4700::1111]/", "2606:4700:4700::1111", 6],
+    ["http://[2a00:1450:4001:80b:0:0:0:200e]/", "2a00:1450:4001:80b::200e", 6],
+    ["http://public.example.test./", "2a00:1450:4001:80b::200e", 6],
+  ];
+  for (const [url, address, family] of allowed) {
+    it(`allows ${url} as ${address}`, async () => {
+      expect(await resolveUrlAddress(url, { resolve })).to.deep.equal({ address, family });
+    });
+  }
+
+  it("asks the resolver only for names, and with the host as the URL normalised it", async () => {
+    await resolveUrlAddress("http://0x7f.1/", { resolve }).catch(() => undefined);
+    await resolveUrlAddress("http://[::127.0.0.1]/", { resolve }).catch(() => undefined);
+    await resolveUrlAddress("http://PUBLIC.Example.TEST./", { resolve });
+    expect(asked).to.deep.equal(["public.example.test."]);
+  });
+
+  it("lets every form through when private networks are allowed", async () => {
+    const allow = { allowPrivateNetworks: true, resolve };
+    expect(await resolveUrlAddress("http://0x7f.1/", allow)).to.deep.equal({ address: "127.0.0.1", family: 4 });
+    expect(await resolveUrlAddress("http://[::1]/", allow)).to.deep.equal({ address: "::1", family: 6 });
+    expect(await resolveUrlAddress("http://localhost./", allow)).to.deep.equal({ address: "127.0.0.1", family: 4 });
+  });
 });
 
 describe("net: outbound requests", function () {
@@ -115,6 +172,14 @@ describe("net: outbound requests", function () {
     expect(err.message).to.equal(
       `refusing to connect to 127.0.0.1 (127.0.0.1, loopback address); set HEADWATER_ALLOW_PRIVATE_NETWORKS=1 to allow private networks`,
     );
+    expect(server.hits).to.not.include("GET /hello");
+  });
+
+  it("refuses the loopback server behind IPv4-compatible, mapped and numeric URL forms", async () => {
+    for (const host of ["[::127.0.0.1]", "[::ffff:127.0.0.1]", "0x7f.1", "2130706433"]) {
+      const err = await failure(outboundRequest({ url: `http://${host}:${server.port}/hello` }));
+      expect(err.code, host).to.equal("BLOCKED_ADDRESS");
+    }
     expect(server.hits).to.not.include("GET /hello");
   });
 

@@ -29,6 +29,9 @@ const EXTRA_RANGES: readonly (readonly [range: string, cidr: [ipaddr.IPv4 | ipad
   ["dummyPrefix", ipaddr.parseCIDR("100:0:0:1::/64")], // IANA IPv6 Special-Purpose "Dummy IPv6 Prefix" (RFC 9780)
 ];
 
+// IANA has allocated only 2000::/3 as global unicast; ipaddr.js calls the unallocated rest "unicast" too.
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
+
 /** Ranges whose addresses carry an IPv4 address; refused whole, the IPv4 is named when it can be read. */
 const EMBEDDING_RANGES = new Set(["ipv4Mapped", "ipv4Compatible", "rfc6145", "rfc6052", "6to4", "teredo"]);
 
@@ -46,6 +49,7 @@ export function classifyAddress(address: string): AddressVerdict {
   let range: string = parsed.range();
   if (range === "unicast") {
     range = EXTRA_RANGES.find(([, cidr]) => parsed.kind() === cidr[0].kind() && parsed.match(cidr))?.[0] ?? range;
+    if (range === "unicast" && parsed.kind() === "ipv6" && !parsed.match(GLOBAL_UNICAST_V6)) range = "unallocated";
   }
   if (EMBEDDING_RANGES.has(range)) {
     const embedded = embeddedIPv4(parsed as ipaddr.IPv6, range);

@@ -69,6 +69,11 @@ const IPV6: readonly Row[] = [
   ["::1", "loopback"],
   ["2606:4700:4700::1111", "unicast"],
   ["2a00:1450:4001:80b::200e", "unicast"],
+  ["1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "unallocated"], // just below 2000::/3, the only global unicast allocation
+  ["2000::1", "unicast"],
+  ["3ffe::1", "unicast"], // end of 2000::/3 (not in a special block)
+  ["4000::1", "unallocated"],
+  ["::1:0:0", "unallocated"],
   ["::2", "ipv4Compatible", "0.0.0.2"], // IPv4-compatible ::/96, the reported bypass
   ["::7f00:1", "ipv4Compatible", "127.0.0.1"],
   ["::a9fe:a9fe", "ipv4Compatible", "169.254.169.254"],

@@ -3,6 +3,24 @@ import type { Projection } from "../src/projector/projection.js";
 import { REGISTRY_OWNER, type ComponentEvent } from "../commands/components/component.js";
 import { statement } from "../src/readModels/statements.js";
 
+/** A row of `components`: configurable_props and meta are JSON. */
+export interface ComponentRow {
+  id: string;
+  owner_id: string;
+  key: string | null;
+  name: string;
+  version: string;
+  type: string;
+  description: string | null;
+  code: string;
+  code_hash: string;
+  url: string | null;
+  configurable_props: string;
+  meta: string;
+  created_at: number;
+  seq: number;
+}
+
 export const componentsProjection: Projection = {
   name: "components",
   version: 1,

@@ -4,9 +4,22 @@ import type { EmitterEvent } from "../commands/emitters/emitter.js";
 import type { SourceDeleted } from "../commands/sources/source.js";
 import type { EventEmitted } from "../commands/emitters/emitter.js";
 import type { RecordedEvent } from "../src/store/eventStore.js";
-import type { EmittedEventRow } from "../src/readModels/sources.js";
-import { parseEventId } from "../src/runner/eventIds.js";
+import { parseEventId } from "../commands/emitters/eventIds.js";
 import { statement } from "../src/readModels/statements.js";
+
+/** A row of `emitted_events`: event is its JSON text. */
+export interface EmittedEventRow {
+  emitter_id: string;
+  id: string;
+  channel: string;
+  event: string;
+  summary: string | null;
+  emit_id: string | null;
+  ts: number | null;
+  indexed_at_ms: number;
+  invocation_id: string;
+  seq: number;
+}
 
 /** Events kept and listable per emitter (the seed's "last 100"). */
 export const KEPT_EVENTS = 100;

@@ -6,10 +6,10 @@ import { usageProjection } from "./usage.js";
 import { componentsProjection } from "./components.js";
 import { sourcesProjection } from "./sources.js";
 import { emittedEventsProjection } from "./emittedEvents.js";
-import { sourceLogsProjection } from "./sourceLogs.js";
+import { runLogsProjection } from "./runLogs.js";
 
 /** Every read model a node keeps. */
 export const allProjections: readonly Projection[] = [
   usersProjection, orgsProjection, apiKeysProjection, usageProjection,
-  componentsProjection, sourcesProjection, emittedEventsProjection, sourceLogsProjection,
+  componentsProjection, sourcesProjection, emittedEventsProjection, runLogsProjection,
 ];

@@ -3,6 +3,22 @@ import type { SourceEvent } from "../commands/sources/source.js";
 import { bumpCount, countTable } from "./counts.js";
 import { statement } from "../src/readModels/statements.js";
 
+/** A row of `sources`: configured_props is the stored JSON (secrets sealed). */
+export interface SourceRow {
+  id: string;
+  owner_id: string;
+  creator_id: string;
+  component_id: string;
+  name: string;
+  name_slug: string;
+  endpoint_id: string;
+  configured_props: string;
+  active: number;
+  created_at: number;
+  updated_at: number;
+  seq: number;
+}
+
 export const sourcesProjection: Projection = {
   name: "sources",
   version: 1,

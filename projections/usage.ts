@@ -1,5 +1,5 @@
 import type { Projection } from "../src/projector/projection.js";
-import type { RunLogged } from "../commands/emitters/runLog.js";
+import type { RunLogged } from "../commands/runLogs/runLog.js";
 import { statement } from "../src/readModels/statements.js";
 
 // Daily rows (UTC days) answer both the free daily quota and paid billing periods, which start at a UTC midnight.

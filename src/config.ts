@@ -1,50 +1,9 @@
+// Every setting of a node, read from the environment once at start and validated together: one
+// error names every bad variable. The README lists each variable; nothing else reads process.env.
 import path from "node:path";
-
-/** Every setting comes from the environment; the README lists each variable. */
-export interface Config {
-  readonly port: number;
-  readonly host: string;
-  readonly dataDir: string;
-  /** Base address clients reach this node on, without the /v1 prefix. */
-  readonly publicUrl: string | undefined;
-  readonly bootstrapKey: string | undefined;
-  readonly bootstrapUsername: string;
-  readonly bootstrapEmail: string;
-  readonly eventStore: string;
-  readonly maxBodyBytes: number;
-  readonly freeDailyInvocations: number;
-  readonly freeDailyComputeMs: number;
-  /** `embedded` or `kafka://host:port[,host:port…]`. */
-  readonly bus: string;
-  /** Names this node's reply topic; stable across restarts (kept in the data directory when not set). */
-  readonly nodeId: string | undefined;
-  readonly roles: readonly Role[];
-  readonly secretKey: string | undefined;
-  readonly timerMinSeconds: number;
-  readonly runnerConcurrency: number;
-  readonly endpointMaxBodyBytes: number;
-  readonly endpointRatePerSecond: number;
-  readonly endpointBurst: number;
-  readonly sseHeartbeatMs: number;
-  /** Back-pressure: queued invocations admitted per source, per billed user and per node. */
-  readonly sourceBacklog: number;
-  readonly ownerBacklog: number;
-  readonly ownerBacklogBytes: number;
-  readonly nodeBacklog: number;
-  readonly nodeBacklogBytes: number;
-  /** REST API: per API key, and per address for requests without a valid key. */
-  readonly apiRatePerSecond: number;
-  readonly apiBurst: number;
-  readonly anonymousRatePerSecond: number;
-  readonly anonymousBurst: number;
-  /** Client addresses from X-Forwarded-For (behind a trusted reverse proxy). */
-  readonly trustProxy: boolean;
-  /** How long an endpoint (custom response) or a manual run waits for the run's answer; default: run timeout + 15 s. */
-  readonly responseTimeoutMs: number | undefined;
-  /** How long SIGTERM lets requests and runs in flight finish before the node exits. */
-  readonly shutdownGraceMs: number;
-  readonly env: NodeJS.ProcessEnv;
-}
+import { cleanEnv, makeValidator, str, type ReporterOptions } from "envalid";
+import { DomainError } from "../commands/decider.js";
+import type { RuntimeOptions } from "./runtime/config.js";
 
 export const ROLES = ["api", "runner", "dispatcher", "scheduler", "projector"] as const;
 export type Role = (typeof ROLES)[number];
@@ -52,54 +11,169 @@ export type Role = (typeof ROLES)[number];
 export function parseRoles(text: string): Role[] {
   const roles = text.split(",").map((r) => r.trim()).filter((r) => r !== "");
   const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
-  if (unknown.length > 0 || roles.length === 0) throw new Error(`roles must be a comma-separated subset of ${ROLES.join(",")}`);
+  if (unknown.length > 0 || roles.length === 0) {
+    throw new DomainError("usage", `roles must be a comma-separated subset of ${ROLES.join(",")}${unknown.length ? `; unknown: ${unknown.join(", ")}` : ""}`);
+  }
   return roles as Role[];
 }
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
-  return value;
+/** A decimal integer at least `min` (envalid's num() would take 1e3, 0x10 or 1.5). */
+const int = (min: number) =>
+  makeValidator<number>((raw) => {
+    if (!/^-?\d{1,15}$/.test(raw.trim())) throw new Error(`must be an integer, got "${raw}"`);
+    const value = Number(raw);
+    if (value < min) throw new Error(`must be an integer >= ${min}, got "${raw}"`);
+    return value;
+  });
+const baseUrl = makeValidator<string>((raw) => {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new Error(`must be an http(s) URL, got "${raw}"`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`must be an http(s) URL, got "${raw}"`);
+  return raw.replace(/\/+$/, "");
+});
+const roles = makeValidator<Role[]>((raw) => {
+  try {
+    return parseRoles(raw);
+  } catch (error) {
+    throw new Error((error as Error).message);
+  }
+});
+const nodeId = makeValidator<string>((raw) => {
+  if (!/^[A-Za-z0-9._-]{1,200}$/.test(raw)) throw new Error(`must be letters, digits, ".", "_" or "-", got "${raw}"`);
+  return raw;
+});
+const flag = makeValidator<boolean>((raw) => {
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off|)$/i.test(raw)) return false;
+  throw new Error(`must be 1 or 0 (true or false), got "${raw}"`);
+});
+/** A TCP port, or 0 for any free one (the chosen URL is printed). */
+const portOrZero = makeValidator<number>((raw) => {
+  if (!/^\d{1,5}$/.test(raw.trim()) || Number(raw) > 65535) throw new Error(`must be a port number (0 picks a free one), got "${raw}"`);
+  return Number(raw);
+});
+const logLevel = str({ choices: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], default: "info" });
+
+function specs(dataDirDefault: string) {
+  return {
+    PORT: portOrZero({ default: 8080 }),
+    HEADWATER_HOST: str({ default: "127.0.0.1" }),
+    HEADWATER_DATA_DIR: str({ default: dataDirDefault }),
+    HEADWATER_PUBLIC_URL: baseUrl({ default: undefined }),
+    HEADWATER_ENDPOINT_URL: baseUrl({ default: undefined }),
+    HEADWATER_BOOTSTRAP_KEY: str({ default: undefined }),
+    HEADWATER_BOOTSTRAP_USERNAME: str({ default: "operator" }),
+    HEADWATER_BOOTSTRAP_EMAIL: str({ default: "operator@localhost" }),
+    HEADWATER_EVENT_STORE: str({ default: undefined }),
+    HEADWATER_BUS: str({ default: "embedded" }),
+    HEADWATER_NODE_ID: nodeId({ default: undefined }),
+    HEADWATER_ROLES: roles({ default: [...ROLES] }),
+    HEADWATER_SECRET_KEY: str({ default: undefined }),
+    HEADWATER_MAX_BODY_BYTES: int(1024)({ default: 1024 * 1024 }),
+    HEADWATER_FREE_DAILY_INVOCATIONS: int(0)({ default: 10_000 }),
+    HEADWATER_FREE_DAILY_COMPUTE_MS: int(0)({ default: 30 * 60 * 1000 }),
+    HEADWATER_TIMER_MIN_INTERVAL_SECONDS: int(1)({ default: 60 }),
+    HEADWATER_RUNNER_CONCURRENCY: int(1)({ default: 16 }),
+    HEADWATER_RUNNER_WORKERS: int(1)({ default: undefined }),
+    HEADWATER_RUN_TIMEOUT_MS: int(1)({ default: undefined }),
+    HEADWATER_RUN_MEMORY_MB: int(8)({ default: undefined }),
+    HEADWATER_ALLOW_PRIVATE_NETWORKS: flag({ default: false }),
+    HEADWATER_NPM_REGISTRY: baseUrl({ default: undefined }),
+    HEADWATER_ENDPOINT_MAX_BODY_BYTES: int(1024)({ default: 512 * 1024 }),
+    HEADWATER_ENDPOINT_RATE_PER_SECOND: int(1)({ default: 50 }),
+    HEADWATER_ENDPOINT_BURST: int(1)({ default: 200 }),
+    HEADWATER_SSE_HEARTBEAT_MS: int(100)({ default: 15_000 }),
+    HEADWATER_SOURCE_BACKLOG: int(1)({ default: 1_000 }),
+    HEADWATER_OWNER_BACKLOG: int(1)({ default: 10_000 }),
+    HEADWATER_OWNER_BACKLOG_BYTES: int(1024)({ default: 32 * 1024 * 1024 }),
+    HEADWATER_NODE_BACKLOG: int(1)({ default: 100_000 }),
+    HEADWATER_NODE_BACKLOG_BYTES: int(1024)({ default: 256 * 1024 * 1024 }),
+    HEADWATER_API_RATE_PER_SECOND: int(1)({ default: 100 }),
+    HEADWATER_API_BURST: int(1)({ default: 1000 }),
+    HEADWATER_ANONYMOUS_RATE_PER_SECOND: int(1)({ default: 10 }),
+    HEADWATER_ANONYMOUS_BURST: int(1)({ default: 100 }),
+    HEADWATER_TRUST_PROXY: flag({ default: false }),
+    HEADWATER_RESPONSE_TIMEOUT_MS: int(100)({ default: undefined }),
+    HEADWATER_SHUTDOWN_GRACE_MS: int(0)({ default: 30_000 }),
+    HEADWATER_LOG_LEVEL: logLevel,
+  };
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const dataDir = path.resolve(env.HEADWATER_DATA_DIR || "data");
+export type Config = ReturnType<typeof toConfig>;
+
+function toConfig(env: ReturnType<typeof clean>) {
+  const dataDir = path.resolve(env.HEADWATER_DATA_DIR);
   return {
-    port: integer(env, "PORT", 8080),
-    host: env.HEADWATER_HOST || "127.0.0.1",
+    port: env.PORT,
+    host: env.HEADWATER_HOST,
     dataDir,
-    publicUrl: env.HEADWATER_PUBLIC_URL ? env.HEADWATER_PUBLIC_URL.replace(/\/+$/, "") : undefined,
-    bootstrapKey: env.HEADWATER_BOOTSTRAP_KEY || undefined,
-    bootstrapUsername: env.HEADWATER_BOOTSTRAP_USERNAME || "operator",
-    bootstrapEmail: env.HEADWATER_BOOTSTRAP_EMAIL || "operator@localhost",
-    eventStore: env.HEADWATER_EVENT_STORE || `sqlite:${path.join(dataDir, "events.db")}`,
-    maxBodyBytes: integer(env, "HEADWATER_MAX_BODY_BYTES", 1024 * 1024, 1024),
-    freeDailyInvocations: integer(env, "HEADWATER_FREE_DAILY_INVOCATIONS", 10_000),
-    freeDailyComputeMs: integer(env, "HEADWATER_FREE_DAILY_COMPUTE_MS", 30 * 60 * 1000),
-    bus: env.HEADWATER_BUS || "embedded",
-    nodeId: env.HEADWATER_NODE_ID || undefined,
-    roles: parseRoles(env.HEADWATER_ROLES || ROLES.join(",")),
-    secretKey: env.HEADWATER_SECRET_KEY || undefined,
-    timerMinSeconds: integer(env, "HEADWATER_TIMER_MIN_INTERVAL_SECONDS", 60, 1),
-    runnerConcurrency: integer(env, "HEADWATER_RUNNER_CONCURRENCY", 16, 1),
-    endpointMaxBodyBytes: integer(env, "HEADWATER_ENDPOINT_MAX_BODY_BYTES", 512 * 1024, 1024),
-    endpointRatePerSecond: integer(env, "HEADWATER_ENDPOINT_RATE_PER_SECOND", 50, 1),
-    endpointBurst: integer(env, "HEADWATER_ENDPOINT_BURST", 200, 1),
-    sseHeartbeatMs: integer(env, "HEADWATER_SSE_HEARTBEAT_MS", 15_000, 100),
-    sourceBacklog: integer(env, "HEADWATER_SOURCE_BACKLOG", 1_000, 1),
-    ownerBacklog: integer(env, "HEADWATER_OWNER_BACKLOG", 10_000, 1),
-    ownerBacklogBytes: integer(env, "HEADWATER_OWNER_BACKLOG_BYTES", 32 * 1024 * 1024, 1024),
-    nodeBacklog: integer(env, "HEADWATER_NODE_BACKLOG", 100_000, 1),
-    nodeBacklogBytes: integer(env, "HEADWATER_NODE_BACKLOG_BYTES", 256 * 1024 * 1024, 1024),
-    apiRatePerSecond: integer(env, "HEADWATER_API_RATE_PER_SECOND", 100, 1),
-    apiBurst: integer(env, "HEADWATER_API_BURST", 1000, 1),
-    anonymousRatePerSecond: integer(env, "HEADWATER_ANONYMOUS_RATE_PER_SECOND", 10, 1),
-    anonymousBurst: integer(env, "HEADWATER_ANONYMOUS_BURST", 100, 1),
-    trustProxy: env.HEADWATER_TRUST_PROXY === "1" || env.HEADWATER_TRUST_PROXY === "true",
-    responseTimeoutMs: env.HEADWATER_RESPONSE_TIMEOUT_MS ? integer(env, "HEADWATER_RESPONSE_TIMEOUT_MS", 0, 100) : undefined,
-    shutdownGraceMs: integer(env, "HEADWATER_SHUTDOWN_GRACE_MS", 30_000),
-    env,
+    /** Base address clients reach this node on, without the /v1 prefix. */
+    publicUrl: env.HEADWATER_PUBLIC_URL,
+    /** Base address of source endpoints (a separate origin is safest); default the public URL. */
+    endpointUrl: env.HEADWATER_ENDPOINT_URL,
+    bootstrapKey: env.HEADWATER_BOOTSTRAP_KEY,
+    bootstrapUsername: env.HEADWATER_BOOTSTRAP_USERNAME,
+    bootstrapEmail: env.HEADWATER_BOOTSTRAP_EMAIL,
+    eventStore: env.HEADWATER_EVENT_STORE ?? `sqlite:${path.join(dataDir, "events.db")}`,
+    /** `embedded` or `kafka://host:port[,host:port…]`. */
+    bus: env.HEADWATER_BUS,
+    /** Names this node's reply topic; stable across restarts (kept in the data directory when not set). */
+    nodeId: env.HEADWATER_NODE_ID,
+    roles: env.HEADWATER_ROLES,
+    secretKey: env.HEADWATER_SECRET_KEY,
+    maxBodyBytes: env.HEADWATER_MAX_BODY_BYTES,
+    freeDailyInvocations: env.HEADWATER_FREE_DAILY_INVOCATIONS,
+    freeDailyComputeMs: env.HEADWATER_FREE_DAILY_COMPUTE_MS,
+    timerMinSeconds: env.HEADWATER_TIMER_MIN_INTERVAL_SECONDS,
+    runnerConcurrency: env.HEADWATER_RUNNER_CONCURRENCY,
+    runtime: {
+      cacheDir: path.join(dataDir, "cache"),
+      ...(env.HEADWATER_RUNNER_WORKERS !== undefined ? { workers: env.HEADWATER_RUNNER_WORKERS } : {}),
+      ...(env.HEADWATER_RUN_TIMEOUT_MS !== undefined ? { timeoutMs: env.HEADWATER_RUN_TIMEOUT_MS } : {}),
+      ...(env.HEADWATER_RUN_MEMORY_MB !== undefined ? { memoryMb: env.HEADWATER_RUN_MEMORY_MB } : {}),
+      allowPrivateNetworks: env.HEADWATER_ALLOW_PRIVATE_NETWORKS,
+      ...(env.HEADWATER_NPM_REGISTRY !== undefined ? { npmRegistry: env.HEADWATER_NPM_REGISTRY } : {}),
+    } satisfies RuntimeOptions & { npmRegistry?: string },
+    endpointMaxBodyBytes: env.HEADWATER_ENDPOINT_MAX_BODY_BYTES,
+    endpointRatePerSecond: env.HEADWATER_ENDPOINT_RATE_PER_SECOND,
+    endpointBurst: env.HEADWATER_ENDPOINT_BURST,
+    sseHeartbeatMs: env.HEADWATER_SSE_HEARTBEAT_MS,
+    /** Back-pressure: queued invocations admitted per source, per billed user and per node. */
+    sourceBacklog: env.HEADWATER_SOURCE_BACKLOG,
+    ownerBacklog: env.HEADWATER_OWNER_BACKLOG,
+    ownerBacklogBytes: env.HEADWATER_OWNER_BACKLOG_BYTES,
+    nodeBacklog: env.HEADWATER_NODE_BACKLOG,
+    nodeBacklogBytes: env.HEADWATER_NODE_BACKLOG_BYTES,
+    /** REST API: per API key, and per address for requests without a valid key. */
+    apiRatePerSecond: env.HEADWATER_API_RATE_PER_SECOND,
+    apiBurst: env.HEADWATER_API_BURST,
+    anonymousRatePerSecond: env.HEADWATER_ANONYMOUS_RATE_PER_SECOND,
+    anonymousBurst: env.HEADWATER_ANONYMOUS_BURST,
+    /** Client addresses from X-Forwarded-For (behind a trusted reverse proxy). */
+    trustProxy: env.HEADWATER_TRUST_PROXY,
+    /** How long an endpoint (custom response) or a manual run waits for the run's answer; default: run timeout + 15 s. */
+    responseTimeoutMs: env.HEADWATER_RESPONSE_TIMEOUT_MS,
+    /** How long SIGTERM lets requests and runs in flight finish before the node exits. */
+    shutdownGraceMs: env.HEADWATER_SHUTDOWN_GRACE_MS,
+    logLevel: env.HEADWATER_LOG_LEVEL,
   };
+}
+
+function clean(env: NodeJS.ProcessEnv, dataDirDefault: string) {
+  return cleanEnv(env, specs(dataDirDefault), {
+    // One error naming every bad variable, instead of envalid's print-and-exit.
+    reporter: ({ errors }: ReporterOptions<ReturnType<typeof specs>>) => {
+      const bad = Object.entries(errors).map(([name, error]) => `${name} ${(error as Error | undefined)?.message ?? "is invalid"}`);
+      if (bad.length > 0) throw new DomainError("invalid_config", `invalid configuration: ${bad.join("; ")}`, bad.map((message) => ({ path: message.split(" ")[0]!, message })));
+    },
+  });
+}
+
+/** The node's configuration from the environment (validated once; throws invalid_config listing every problem). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return toConfig(clean(env, "data"));
 }

@@ -4,31 +4,36 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { openEventStore } from "./store/open.js";
-import type { EventStore } from "./store/eventStore.js";
 import { openReadModels } from "./readModels/database.js";
 import { Projector } from "./projector/projector.js";
 import { allProjections } from "../projections/index.js";
 import { AccountsReadModel } from "./readModels/accounts.js";
 import { UsageReadModel } from "./readModels/usage.js";
 import { SourcesReadModel } from "./readModels/sources.js";
-import { createUserAccount } from "./accounts/accounts.js";
-import { CommandRejected } from "../commands/decider.js";
+import { ComponentsReadModel } from "./readModels/components.js";
+import { EmittedEventsReadModel } from "./readModels/emittedEvents.js";
+import { RunLogsReadModel } from "./readModels/runLogs.js";
+import { Accounts } from "./accounts/accounts.js";
+import { DomainError } from "../commands/decider.js";
+import { EmitterStore } from "../commands/emitters/emitterStore.js";
+import { RunLogStore } from "../commands/runLogs/runLogStore.js";
+import { TimerStore } from "../commands/timers/timerStore.js";
 import { systemClock, type Clock } from "./ids.js";
 import { createApp } from "./api/app.js";
 import { SseHub } from "./api/sse.js";
-import type { Services } from "./api/services.js";
+import { Access } from "./api/access.js";
+import type { ApiDeps } from "./api/deps.js";
 import type { Config } from "./config.js";
 import { DataDirLock } from "./dataDir.js";
 import { openBus } from "./bus/open.js";
 import type { BusConsumer } from "./bus/bus.js";
 import { openReplyChannel } from "./bus/reply.js";
-import { IsolatedRuntime } from "./runner/componentRuntime.js";
-import { runtimeOptionsFromEnv, DEFAULT_LIMITS } from "./runtime/index.js";
-import { ComponentCache } from "./runner/components.js";
+import { IsolatedRuntime } from "./runtime/componentRuntime.js";
+import { DEFAULT_LIMITS } from "./runtime/index.js";
+import { ComponentCache } from "./components/componentCache.js";
+import { ComponentCatalog } from "./components/catalog.js";
 import { SourceRunner } from "./runner/sourceRunner.js";
 import { INVOCATION_PARTITIONS, INVOCATIONS_TOPIC, InvocationQueue, startRunner } from "./runner/invocations.js";
-import { ComponentCatalog } from "./components/catalog.js";
-import { publishRegistry } from "./components/registry.js";
 import { SourceLifecycle } from "./sources/lifecycle.js";
 import { QuotaGuard } from "./sources/quota.js";
 import { Admission } from "./runner/admission.js";
@@ -52,20 +57,20 @@ export interface RunningNode {
 
 export const VERSION = "0.1.0";
 const READ_MODELS_FILE = "readmodels.db";
-export const readModelsFile = (config: Config) => path.join(config.dataDir, READ_MODELS_FILE);
+export const readModelsFile = (config: Pick<Config, "dataDir">) => path.join(config.dataDir, READ_MODELS_FILE);
 
 /** On an empty log, creates the operator account so a fresh install can be used at once. */
-async function bootstrap(store: EventStore, config: Config, clock: Clock): Promise<string | undefined> {
-  if ((await store.headPosition()) !== 0) return undefined;
+async function bootstrap(accounts: Accounts, headPosition: number, config: Config): Promise<string | undefined> {
+  if (headPosition !== 0) return undefined;
   try {
-    const created = await createUserAccount(
-      { store, clock, metadata: { by: "bootstrap" } },
-      { username: config.bootstrapUsername, email: config.bootstrapEmail, plan: "paid", operator: true, apiKey: config.bootstrapKey },
+    const created = await accounts.createUser(
+      { username: config.bootstrapUsername, email: config.bootstrapEmail, plan: "paid", operator: true, ...(config.bootstrapKey ? { apiKey: config.bootstrapKey } : {}) },
+      { metadata: { by: "bootstrap" } },
     );
     return created.apiKey;
   } catch (error) {
     // Another node sharing the store bootstrapped first.
-    if (error instanceof CommandRejected && (error.code === "name_taken" || error.code === "key_exists")) return undefined;
+    if (error instanceof DomainError && (error.code === "name_taken" || error.code === "already_exists")) return undefined;
     throw error;
   }
 }
@@ -96,11 +101,11 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   projector.start();
   closers.push(() => projector.stop());
   await projector.catchUp(10 * 60_000);
-  const bootstrapKey = await bootstrap(store, config, clock);
+  const accounts = new Accounts(store, clock);
+  const bootstrapKey = await bootstrap(accounts, await store.headPosition(), config);
 
   const sealer = loadSealer(config.secretKey, config.dataDir);
-  const runtimeOptions = runtimeOptionsFromEnv(config.env, path.join(config.dataDir, "cache"));
-  const runtime = new IsolatedRuntime(runtimeOptions);
+  const runtime = new IsolatedRuntime(config.runtime);
   closers.push(() => runtime.close());
   const nodeId = nodeIdOf(config);
   const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeId}` });
@@ -110,52 +115,64 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   closers.push(() => replies.close());
 
   let publicUrl = config.publicUrl ?? "";
-  const endpointUrl = (endpointId: string) => `${publicUrl}/e/${endpointId}`;
-  const accounts = new AccountsReadModel(db);
+  const endpointUrl = (endpointId: string) => `${config.endpointUrl ?? publicUrl}/e/${endpointId}`;
+  const accountsView = new AccountsReadModel(db);
   const usage = new UsageReadModel(db);
   const sources = new SourcesReadModel(db);
-  const components = new ComponentCache(sources);
-  const runner = new SourceRunner(store, runtime, sealer, clock);
+  const componentsView = new ComponentsReadModel(db);
+  const events = new EmittedEventsReadModel(db);
+  const runLogs = new RunLogsReadModel(db);
+  const components = new ComponentCache(componentsView);
+  const emitters = new EmitterStore(store);
+  const runner = new SourceRunner(emitters, new RunLogStore(store), runtime, sealer, clock);
   const catalog = new ComponentCatalog({
-    store, runtime, sources, components, clock,
+    store, runtime, components: componentsView, cache: components, clock,
     fetchCode: async (url) => {
-      const response = await outboundRequest(
-        { url, timeoutMs: 10_000, maxResponseBytes: 1024 * 1024 },
-        { allowPrivateNetworks: runtimeOptions.allowPrivateNetworks ?? false },
-      );
+      const response = await outboundRequest({ url, timeoutMs: 10_000, maxResponseBytes: 1024 * 1024 }, { allowPrivateNetworks: config.runtime.allowPrivateNetworks });
       if (response.status < 200 || response.status >= 300) {
-        throw new CommandRejected("component_url_unreachable", `component_url answered HTTP ${response.status}`, 400);
+        throw new DomainError("component_url_unreachable", `component_url answered HTTP ${response.status}`);
       }
       return response.body.toString("utf8");
     },
   });
-  const quota = new QuotaGuard(accounts, usage, config, clock);
+  const quota = new QuotaGuard(accountsView, usage, config, clock);
   const invocations = new InvocationQueue(bus, replies);
+  const runTimeoutMs = config.runtime.timeoutMs ?? DEFAULT_LIMITS.timeoutMs;
   const admission = new Admission({
     sourceBacklog: config.sourceBacklog,
     ownerBacklog: config.ownerBacklog,
     ownerBacklogBytes: config.ownerBacklogBytes,
     nodeBacklog: config.nodeBacklog,
     nodeBacklogBytes: config.nodeBacklogBytes,
-    forgetAfterMs: Math.max(15 * 60_000, 2 * (runtimeOptions.timeoutMs ?? DEFAULT_LIMITS.timeoutMs)),
+    forgetAfterMs: Math.max(15 * 60_000, 2 * runTimeoutMs),
   }, quota, projector, clock);
   closers.push(() => admission.close());
   const lifecycle = new SourceLifecycle({
-    store, sources, components, runner, sealer, clock, rules: { minTimerSeconds: config.timerMinSeconds }, endpointUrl,
+    store, emitters, sources, runner, sealer, clock, rules: { minTimerSeconds: config.timerMinSeconds }, endpointUrl,
   });
-  const services: Services = {
-    config, store, projector, db, accounts, usage, clock, sources, components, catalog, lifecycle, quota, admission, invocations,
-    runWaitMs: config.responseTimeoutMs ?? (runtimeOptions.timeoutMs ?? DEFAULT_LIMITS.timeoutMs) + 15_000,
+  const deps: ApiDeps = {
+    settings: {
+      maxBodyBytes: config.maxBodyBytes,
+      endpointMaxBodyBytes: config.endpointMaxBodyBytes,
+      endpointRatePerSecond: config.endpointRatePerSecond,
+      endpointBurst: config.endpointBurst,
+      apiRatePerSecond: config.apiRatePerSecond,
+      apiBurst: config.apiBurst,
+      anonymousRatePerSecond: config.anonymousRatePerSecond,
+      anonymousBurst: config.anonymousBurst,
+      trustProxy: config.trustProxy,
+      freeDailyInvocations: config.freeDailyInvocations,
+      freeDailyComputeMs: config.freeDailyComputeMs,
+      sseHeartbeatMs: config.sseHeartbeatMs,
+      runWaitMs: config.responseTimeoutMs ?? runTimeoutMs + 15_000,
+    },
+    clock, access: new Access(accountsView), accountsView, accounts, usage, sources, events, runLogs, components, catalog, lifecycle,
+    emitters, admission, invocations, projector,
     publicUrl: () => publicUrl,
     endpointUrl,
-    async written(write) {
-      const result = await write;
-      if (result.position !== undefined) await projector.waitFor(result.position);
-      return result;
-    },
   };
 
-  await publishRegistry({ store, runtime, clock, sources }, projector);
+  await catalog.publishRegistry((position) => projector.waitFor(position));
 
   let server: http.Server | undefined;
   let listeningUrl = "";
@@ -163,10 +180,10 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   let inFlightRequests = 0;
   const requestsDrained = new Set<() => void>();
   if (roles.has("api")) {
-    const sse = new SseHub(services, config.sseHeartbeatMs);
+    const sse = new SseHub(deps, config.sseHeartbeatMs);
     hub = sse;
     closers.push(() => sse.close());
-    const app = createApp(services, sse, { version: VERSION, publicUrl: () => publicUrl });
+    const app = createApp(deps, sse, { version: VERSION });
     const listening = http.createServer(app.callback());
     // Longer than the usual client and proxy idle timeouts, so a client never reuses a socket the server is closing.
     listening.keepAliveTimeout = 65_000;
@@ -203,12 +220,12 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   }
   let scheduler: TimerScheduler | undefined;
   if (roles.has("projector")) {
-    const retention = new Retention(store, projector, sources);
+    const retention = new Retention(store, projector, { events, runLogs });
     retention.start();
     closers.push(() => retention.stop());
   }
   if (roles.has("scheduler")) {
-    scheduler = new TimerScheduler({ store, sources, components, invocations, projector, quota, clock });
+    scheduler = new TimerScheduler({ timers: new TimerStore(store), emitters, sources, components, invocations, projector, quota, clock });
     scheduler.start();
   }
 

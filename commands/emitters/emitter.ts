@@ -1,7 +1,8 @@
-import type { DomainEvent, Evolver } from "../decider.js";
-import type { DedupeState } from "../../src/runner/dedupe.js";
+import { DomainError, type DomainEvent } from "../decider.js";
+import { applyDedupe, orderByTs, type DedupeState, type DedupeStrategy, type Emit } from "./dedupe.js";
+import { compareEventIds, formatEventId, nextEventIds, parseEventId } from "./eventIds.js";
 
-// An emitter (a source, later a workflow) has two streams:
+// An emitter (a source or a workflow) has two streams:
 //   emitter-<id>: its emitted events, each run's events appended together with the state they
 //                 leave behind (RunRecorded), so a crash never keeps events without their dedupe state;
 //                 retention keeps the newest 100 EventEmitted (and everything after them);
@@ -38,19 +39,96 @@ export type RunRecorded = DomainEvent<"RunRecorded", EmitterRuntimeState & { emi
 export type EventsDeleted = DomainEvent<"EventsDeleted", { emitterId: string; startId: string | null; endId: string | null; at: number }>;
 export type EmitterEvent = EventEmitted | RunRecorded | EventsDeleted;
 
-export const emitterStream = (emitterId: string) => `emitter-${emitterId}`;
-export const sourceDbStream = (emitterId: string) => `sourcedb-${emitterId}`;
-
 export const RECENT_INVOCATIONS = 50;
 
 export const emptyRuntimeState: EmitterRuntimeState = { dedupe: {}, db: {}, lastEventId: null, recentInvocations: [] };
 
-/** Folds one stream; callers pick the newer of the two streams' results. */
-export const emitterState: Evolver<EmitterRuntimeState, EmitterEvent> = {
-  initialState: () => emptyRuntimeState,
-  evolve(state, event) {
-    if (event.type !== "RunRecorded") return state;
-    const { dedupe, db, lastEventId, recentInvocations } = event.data;
-    return { dedupe, db, lastEventId, recentInvocations };
-  },
+/** The state a RunRecorded leaves (the newer of the two streams' last one is the emitter's state). */
+export const stateOf = (recorded: RunRecorded["data"]): EmitterRuntimeState => {
+  const { dedupe, db, lastEventId, recentInvocations } = recorded;
+  return { dedupe, db, lastEventId, recentInvocations };
 };
+
+export interface RecordRun {
+  readonly emitterId: string;
+  readonly invocationId: string;
+  readonly strategy: DedupeStrategy | undefined;
+  readonly emits: readonly Emit[];
+  /** Appended after the deduplicated emits and never deduplicated themselves: a run's error on $errors. */
+  readonly unconditional?: readonly Emit[];
+  /** The db after the run, and whether the run changed it. */
+  readonly db: Record<string, unknown>;
+  readonly dbChanged: boolean;
+  readonly startedMs: number;
+  readonly nowMs: number;
+}
+
+export type RunDecision =
+  | { readonly kind: "duplicate" }
+  | { readonly kind: "db"; readonly events: [RunRecorded]; readonly warnings: string[] }
+  | { readonly kind: "emits"; readonly events: [...EventEmitted[], RunRecorded]; readonly emitted: EventEmitted[]; readonly warnings: string[] };
+
+const channelOf = (name: unknown) => (typeof name === "string" ? name : "");
+
+/**
+ * What a finished run leaves in the log: deduped, ts-ordered events with fresh ids and the state
+ * after them; only the db stream when the run changed nothing but `this.db`; nothing at all for a
+ * redelivered invocation that was already recorded.
+ */
+export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDecision {
+  if (state.recentInvocations.includes(command.invocationId)) return { kind: "duplicate" };
+  const ordered = orderByTs(command.emits, command.startedMs);
+  const deduped = applyDedupe(command.strategy, state.dedupe, ordered);
+  const { state: dedupe, warnings } = deduped;
+  const kept = [...deduped.kept, ...(command.unconditional ?? [])];
+
+  const ids = nextEventIds(state.lastEventId ? parseEventId(state.lastEventId) : undefined, command.nowMs, kept.length);
+  const emitted: EventEmitted[] = kept.map((emit, i) => ({
+    type: "EventEmitted",
+    data: {
+      emitterId: command.emitterId,
+      id: formatEventId(ids[i]!),
+      channel: channelOf(emit.meta.name),
+      event: emit.event === undefined ? null : emit.event,
+      summary: typeof emit.meta.summary === "string" ? emit.meta.summary : null,
+      emitId: emit.meta.id === undefined || emit.meta.id === null ? null : String(emit.meta.id),
+      ts: typeof emit.meta.ts === "number" ? emit.meta.ts : null,
+      indexedAtMs: command.nowMs,
+      invocationId: command.invocationId,
+    },
+  }));
+  const recorded: RunRecorded = {
+    type: "RunRecorded",
+    data: {
+      emitterId: command.emitterId,
+      invocationId: command.invocationId,
+      at: command.nowMs,
+      dedupe,
+      db: command.db,
+      lastEventId: emitted.length > 0 ? emitted[emitted.length - 1]!.data.id : state.lastEventId,
+      recentInvocations: [...state.recentInvocations, command.invocationId].slice(-RECENT_INVOCATIONS),
+    },
+  };
+  if (emitted.length === 0) return { kind: "db", events: [recorded], warnings };
+  return { kind: "emits", events: [...emitted, recorded], emitted, warnings };
+}
+
+export interface DeleteEvents {
+  readonly emitterId: string;
+  readonly startId: string | null;
+  readonly endId: string | null;
+  readonly at: number;
+}
+
+/** The seed's DELETE rules on ids: neither = all, start only = it and later, end only = it and earlier, both = the inclusive range. */
+export function deleteEvents(command: DeleteEvents): [EventsDeleted] {
+  const start = command.startId === null ? undefined : parseEventId(command.startId);
+  const end = command.endId === null ? undefined : parseEventId(command.endId);
+  if ((command.startId !== null && !start) || (command.endId !== null && !end)) {
+    throw new DomainError("invalid_request", "event ids look like <epoch ms>-<sequence>");
+  }
+  if (start && end && compareEventIds(start, end) > 0) {
+    throw new DomainError("invalid_request", "start_id is after end_id", [{ path: "query.start_id", message: "must not be after end_id" }]);
+  }
+  return [{ type: "EventsDeleted", data: { ...command } }];
+}

@@ -1,4 +1,4 @@
-import type { DomainEvent, Evolver } from "../decider.js";
+import { DomainError, notFound, type Command, type Decider, type DomainEvent } from "../decider.js";
 
 /** Configured props as stored: secret values are sealed ({"$sealed": "…"}), never in clear. */
 export type StoredProps = Record<string, unknown>;
@@ -40,9 +40,42 @@ export type SourceState =
       active: boolean;
     };
 
-export const sourceStream = (sourceId: string) => `source-${sourceId}`;
+export type Hook = "deploy" | "activate" | "deactivate";
 
-export const source: Evolver<SourceState, SourceEvent> = {
+/** What the hooks that ran before the command did: a failure refuses the command unless forced. */
+export interface HookResults {
+  readonly failed: readonly { readonly hook: Hook; readonly message: string }[];
+  readonly force: boolean;
+}
+
+/** `componentType`: only sources can be deployed; actions run in workflows. */
+export type DeploySource = Command<"DeploySource", SourceDeployed["data"] & { componentType: string; hooks: HookResults }>;
+export type UpdateSource = Command<"UpdateSource", SourceUpdated["data"] & { componentType: string; hooks: HookResults }>;
+export type DeleteSource = Command<"DeleteSource", { id: string; at: number; hooks: HookResults }>;
+export type SourceCommand = DeploySource | UpdateSource | DeleteSource;
+
+/** The seed's state table: which of the component's hooks run around a deploy, an update, a delete. */
+export const hooksAround = {
+  deploy: (defined: readonly string[]): Hook[] => (["deploy", "activate"] as const).filter((h) => defined.includes(h)),
+  update: (defined: readonly string[], wasActive: boolean, endsActive: boolean) => ({
+    before: wasActive && defined.includes("deactivate") ? (["deactivate"] as Hook[]) : [],
+    after: endsActive && defined.includes("activate") ? (["activate"] as Hook[]) : [],
+  }),
+  delete: (defined: readonly string[], wasActive: boolean): Hook[] => (wasActive && defined.includes("deactivate") ? ["deactivate"] : []),
+};
+
+function checkHooks(hooks: HookResults): void {
+  const failed = hooks.failed[0];
+  if (failed && !hooks.force) throw new DomainError("hook_failed", `the ${failed.hook} hook failed: ${failed.message}`);
+}
+
+function checkDeployable(componentType: string): void {
+  if (componentType !== "source") {
+    throw new DomainError("invalid_request", `only sources can be deployed; this component is an ${componentType} (actions run as workflow steps)`);
+  }
+}
+
+export const source: Decider<SourceCommand, SourceState, SourceEvent> = {
   initialState: () => ({ status: "none" }),
   evolve(state, event) {
     switch (event.type) {
@@ -62,6 +95,29 @@ export const source: Evolver<SourceState, SourceEvent> = {
         };
       case "SourceDeleted":
         return { status: "deleted" };
+    }
+  },
+  decide(command, state) {
+    switch (command.type) {
+      case "DeploySource": {
+        const { componentType, hooks, ...data } = command.data;
+        if (state.status !== "none") throw new DomainError("already_exists", `source ${data.id} already exists`);
+        checkDeployable(componentType);
+        checkHooks(hooks);
+        return [{ type: "SourceDeployed", data }];
+      }
+      case "UpdateSource": {
+        const { componentType, hooks, ...data } = command.data;
+        if (state.status !== "deployed") throw notFound(`source ${data.id}`);
+        checkDeployable(componentType);
+        checkHooks(hooks);
+        return [{ type: "SourceUpdated", data }];
+      }
+      case "DeleteSource": {
+        if (state.status !== "deployed") throw notFound(`source ${command.data.id}`);
+        checkHooks(command.data.hooks);
+        return [{ type: "SourceDeleted", data: { id: command.data.id, ownerId: state.ownerId, nameSlug: state.nameSlug, at: command.data.at } }];
+      }
     }
   },
 };

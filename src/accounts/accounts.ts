@@ -1,112 +1,111 @@
-import { handleCommand } from "../../commands/handler.js";
-import { CommandRejected } from "../../commands/decider.js";
-import { user, userStream, type Plan } from "../../commands/users/user.js";
-import { createUser } from "../../commands/users/create.js";
-import { changePlan } from "../../commands/users/changePlan.js";
-import { org, orgStream } from "../../commands/orgs/org.js";
-import { createOrg } from "../../commands/orgs/create.js";
-import { addMember } from "../../commands/orgs/addMember.js";
-import { apiKey, apiKeyStream } from "../../commands/apiKeys/apiKey.js";
-import { issueApiKey } from "../../commands/apiKeys/issue.js";
-import { revokeApiKey } from "../../commands/apiKeys/revoke.js";
-import { uniqueName, nameStream } from "../../commands/names/name.js";
-import { claimName } from "../../commands/names/claim.js";
+// Users, organizations and API keys: what the operator CLI and the REST API do with them. Every
+// rule is in the deciders (commands/users, orgs, apiKeys, names); this only gathers the facts they
+// need (does the user exist?), generates ids and keys, and returns the log position of its last
+// append, which API callers await for read-your-writes.
+import { CommandHandler, latestPosition, type HandleOptions, type HandlerOf } from "../../commands/handler.js";
+import { DomainError } from "../../commands/decider.js";
+import { streams } from "../../commands/streams.js";
+import { user as userDecider, type Plan } from "../../commands/users/user.js";
+import { org as orgDecider } from "../../commands/orgs/org.js";
+import { apiKey as apiKeyDecider } from "../../commands/apiKeys/apiKey.js";
+import { Names } from "../../commands/names/claims.js";
 import type { EventStore } from "../store/eventStore.js";
 import { newId, type Clock } from "../ids.js";
 import { apiKeyId, generateApiKey, hashApiKey, looksLikeApiKey } from "./apiKeyFormat.js";
 import { slugify } from "../slug.js";
-
-// Account operations shared by the operator CLI and the REST API. Each returns the log position
-// of its last append, which API callers await on their projector for read-your-writes.
-
-export interface AccountsContext {
-  readonly store: EventStore;
-  readonly clock: Clock;
-  readonly metadata?: Record<string, unknown>;
-}
 
 export interface Written {
   readonly position: number | undefined;
 }
 
 const seconds = (clock: Clock) => Math.floor(clock.now() / 1000);
-const maxPosition = (...positions: (number | undefined)[]) =>
-  positions.reduce<number | undefined>((a, b) => (b === undefined ? a : Math.max(a ?? 0, b)), undefined);
 
-export async function userExists(store: EventStore, userId: string): Promise<boolean> {
-  return (await store.readStream(userStream(userId), { maxCount: 1 })).length > 0;
-}
+export class Accounts {
+  readonly #users: HandlerOf<typeof userDecider>;
+  readonly #orgs: HandlerOf<typeof orgDecider>;
+  readonly #keys: HandlerOf<typeof apiKeyDecider>;
+  readonly #names: Names;
 
-export async function createUserAccount(
-  ctx: AccountsContext,
-  input: { username: string; email: string; plan: Plan; operator?: boolean; apiKey?: string },
-): Promise<Written & { id: string; apiKey: string }> {
-  const id = newId("u");
-  const at = seconds(ctx.clock);
-  const options = { metadata: ctx.metadata };
-  // The name is claimed first: a crash before the user stream is written leaves the name held by
-  // an id that never existed, which is safe (it only blocks that username until released).
-  const claim = await handleCommand(ctx.store, nameStream("username", input.username), uniqueName, claimName,
-    { scope: "username", name: input.username, holder: id, at }, options);
-  const created = await handleCommand(ctx.store, userStream(id), user, createUser,
-    { id, username: input.username, email: input.email, plan: input.plan, operator: input.operator ?? false, at }, options);
-  const key = await issueKey(ctx, id, { key: input.apiKey, name: "default" });
-  return { id, apiKey: key.apiKey, position: maxPosition(claim.position, created.position, key.position) };
-}
-
-export async function setPlan(ctx: AccountsContext, userId: string, plan: Plan): Promise<Written> {
-  const handled = await handleCommand(ctx.store, userStream(userId), user, changePlan,
-    { id: userId, plan, at: seconds(ctx.clock) }, { metadata: ctx.metadata });
-  return { position: handled.position };
-}
-
-export async function issueKey(
-  ctx: AccountsContext,
-  userId: string,
-  options: { key?: string; name?: string | null } = {},
-): Promise<Written & { id: string; apiKey: string }> {
-  if (!(await userExists(ctx.store, userId))) throw new CommandRejected("not_found", `user ${userId} not found`, 404);
-  const key = options.key ?? generateApiKey();
-  if (!looksLikeApiKey(key)) {
-    throw new CommandRejected("invalid_api_key", "an API key is hw_ followed by 40 letters or digits", 400);
+  constructor(
+    private readonly store: EventStore,
+    private readonly clock: Clock,
+  ) {
+    this.#users = new CommandHandler(store, userDecider, streams.user);
+    this.#orgs = new CommandHandler(store, orgDecider, streams.org);
+    this.#keys = new CommandHandler(store, apiKeyDecider, streams.apiKey);
+    this.#names = new Names(store);
   }
-  const hash = hashApiKey(key);
-  const id = apiKeyId(hash);
-  const handled = await handleCommand(ctx.store, apiKeyStream(id), apiKey, issueApiKey,
-    { id, userId, hash, name: options.name ?? null, at: seconds(ctx.clock) }, { metadata: ctx.metadata });
-  return { id, apiKey: key, position: handled.position };
-}
 
-/** Revokes by the key itself (operator) or by its id; `ownerId` restricts to the caller's keys. */
-export async function revokeKey(ctx: AccountsContext, keyOrId: string, ownerId?: string): Promise<Written & { id: string }> {
-  const id = looksLikeApiKey(keyOrId) ? apiKeyId(hashApiKey(keyOrId)) : keyOrId;
-  const handled = await handleCommand(ctx.store, apiKeyStream(id), apiKey, revokeApiKey,
-    { id, userId: ownerId, at: seconds(ctx.clock) }, { metadata: ctx.metadata });
-  return { id, position: handled.position };
-}
-
-export async function createOrganization(
-  ctx: AccountsContext,
-  input: { name: string; ownerId: string; email?: string },
-): Promise<Written & { id: string; name: string; orgname: string; email: string; owner_id: string }> {
-  if (!(await userExists(ctx.store, input.ownerId))) {
-    throw new CommandRejected("not_found", `user ${input.ownerId} not found`, 404);
+  async userExists(userId: string): Promise<boolean> {
+    return (await this.store.streamRevision(streams.user(userId))) !== undefined;
   }
-  const id = newId("o");
-  const at = seconds(ctx.clock);
-  const orgname = slugify(input.name);
-  if (orgname === "") throw new CommandRejected("invalid_name", "the organization name needs letters or digits", 400);
-  const email = input.email ?? "";
-  const claim = await handleCommand(ctx.store, nameStream("orgname", orgname), uniqueName, claimName,
-    { scope: "orgname", name: orgname, holder: id, at }, { metadata: ctx.metadata });
-  const created = await handleCommand(ctx.store, orgStream(id), org, createOrg,
-    { id, name: input.name, orgname, email, ownerId: input.ownerId, at }, { metadata: ctx.metadata });
-  return { id, name: input.name, orgname, email, owner_id: input.ownerId, position: maxPosition(claim.position, created.position) };
+
+  /** A user and its first API key; the username is claimed first (see commands/names/claims.ts). */
+  async createUser(
+    input: { username: string; email: string; plan: Plan; operator?: boolean; apiKey?: string },
+    options: HandleOptions = {},
+  ): Promise<Written & { id: string; apiKey: string }> {
+    const id = newId("u");
+    const at = seconds(this.clock);
+    const data = { id, username: input.username, email: input.email, plan: input.plan, operator: input.operator ?? false, at };
+    // Refused input refuses before the name is claimed, so a bad request leaves nothing behind.
+    userDecider.decide({ type: "CreateUser", data }, userDecider.initialState());
+    if (input.apiKey !== undefined) checkKeyFormat(input.apiKey);
+    const claim = await this.#names.claim({ scope: "username", name: input.username, holder: id, at }, options);
+    const created = await this.#users.handle(id, { type: "CreateUser", data }, options);
+    const key = await this.issueKey(id, { ...(input.apiKey !== undefined ? { key: input.apiKey } : {}), name: "default" }, options);
+    return { id, apiKey: key.apiKey, position: latestPosition(claim.position, created.position, key.position) };
+  }
+
+  async setPlan(userId: string, plan: Plan, options: HandleOptions = {}): Promise<Written> {
+    const changed = await this.#users.handle(userId, { type: "ChangePlan", data: { id: userId, plan, at: seconds(this.clock) } }, options);
+    return { position: changed.position };
+  }
+
+  async issueKey(userId: string, input: { key?: string; name?: string | null } = {}, options: HandleOptions = {}): Promise<Written & { id: string; apiKey: string }> {
+    const key = input.key ?? generateApiKey();
+    checkKeyFormat(key);
+    const hash = hashApiKey(key);
+    const id = apiKeyId(hash);
+    const issued = await this.#keys.handle(id, {
+      type: "IssueApiKey",
+      data: { id, userId, hash, name: input.name ?? null, at: seconds(this.clock), userExists: await this.userExists(userId) },
+    }, options);
+    return { id, apiKey: key, position: issued.position };
+  }
+
+  /** Revokes by the key itself (operator) or by its id; `ownerId` restricts to the caller's keys. */
+  async revokeKey(keyOrId: string, ownerId?: string, options: HandleOptions = {}): Promise<Written & { id: string }> {
+    const id = looksLikeApiKey(keyOrId) ? apiKeyId(hashApiKey(keyOrId)) : keyOrId;
+    const revoked = await this.#keys.handle(id, {
+      type: "RevokeApiKey",
+      data: { id, ...(ownerId !== undefined ? { userId: ownerId } : {}), at: seconds(this.clock) },
+    }, options);
+    return { id, position: revoked.position };
+  }
+
+  async createOrg(
+    input: { name: string; ownerId: string; email?: string },
+    options: HandleOptions = {},
+  ): Promise<Written & { id: string; name: string; orgname: string; email: string; owner_id: string }> {
+    const id = newId("o");
+    const at = seconds(this.clock);
+    const data = { id, name: input.name, orgname: slugify(input.name), email: input.email ?? "", ownerId: input.ownerId, at, ownerExists: await this.userExists(input.ownerId) };
+    orgDecider.decide({ type: "CreateOrg", data }, orgDecider.initialState());
+    const claim = await this.#names.claim({ scope: "orgname", name: data.orgname, holder: id, at }, options);
+    const created = await this.#orgs.handle(id, { type: "CreateOrg", data }, options);
+    return { id, name: data.name, orgname: data.orgname, email: data.email, owner_id: data.ownerId, position: latestPosition(claim.position, created.position) };
+  }
+
+  async addOrgMember(orgId: string, userId: string, options: HandleOptions = {}): Promise<Written> {
+    const added = await this.#orgs.handle(orgId, {
+      type: "AddMember",
+      data: { id: orgId, userId, role: "member", at: seconds(this.clock), userExists: await this.userExists(userId) },
+    }, options);
+    return { position: added.position };
+  }
 }
 
-export async function addOrgMember(ctx: AccountsContext, orgId: string, userId: string): Promise<Written> {
-  if (!(await userExists(ctx.store, userId))) throw new CommandRejected("not_found", `user ${userId} not found`, 404);
-  const handled = await handleCommand(ctx.store, orgStream(orgId), org, addMember,
-    { id: orgId, userId, role: "member", at: seconds(ctx.clock) }, { metadata: ctx.metadata });
-  return { position: handled.position };
+function checkKeyFormat(key: string): void {
+  if (!looksLikeApiKey(key)) throw new DomainError("invalid_api_key", "an API key is hw_ followed by 40 letters or digits");
 }

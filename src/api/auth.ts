@@ -1,5 +1,5 @@
 import type { Context, Next } from "koa";
-import { ApiError } from "./errors.js";
+import { DomainError } from "../../commands/decider.js";
 import { hashApiKey } from "../accounts/apiKeyFormat.js";
 import type { AccountsReadModel } from "../readModels/accounts.js";
 import type { Caller } from "./route.js";
@@ -17,8 +17,7 @@ export interface AuthOptions {
   readonly perAddress: RateLimiter;
 }
 
-const unauthorized = (message: string) =>
-  new ApiError(401, "unauthorized", message, undefined, { "WWW-Authenticate": 'Bearer realm="headwater"' });
+const unauthorized = (message: string) => new DomainError("unauthorized", message);
 
 export function bearerAuth(options: AuthOptions) {
   return async function authenticate(ctx: Context, next: Next): Promise<void> {

@@ -1,6 +1,6 @@
 import type { Context, Next } from "koa";
 import getRawBody from "raw-body";
-import { ApiError } from "./errors.js";
+import { DomainError } from "../../commands/decider.js";
 import { JsonLimitError, parseJson } from "../json/bounded.js";
 
 /**
@@ -14,20 +14,20 @@ export function jsonBody(limitBytes: number) {
     }
     const length = ctx.request.length;
     if (length !== undefined && length > limitBytes) {
-      throw new ApiError(413, "payload_too_large", `request body is over ${limitBytes} bytes`);
+      throw new DomainError("payload_too_large", `request body is over ${limitBytes} bytes`);
     }
     const hasBody = (length ?? 0) > 0 || ctx.get("transfer-encoding") !== "";
     if (!hasBody) return next();
     if (!ctx.is("application/json")) {
-      throw new ApiError(415, "unsupported_media_type", "request bodies must be JSON with Content-Type: application/json");
+      throw new DomainError("unsupported_media_type", "request bodies must be JSON with Content-Type: application/json");
     }
     let text: string;
     try {
       text = await getRawBody(ctx.req, { limit: limitBytes, length, encoding: "utf8" });
     } catch (error) {
       const status = (error as { status?: number }).status;
-      if (status === 413) throw new ApiError(413, "payload_too_large", `request body is over ${limitBytes} bytes`);
-      throw new ApiError(400, "malformed_body", "the request body could not be read");
+      if (status === 413) throw new DomainError("payload_too_large", `request body is over ${limitBytes} bytes`);
+      throw new DomainError("malformed_body", "the request body could not be read");
     }
     if (text.trim() === "") return next();
     ctx.request.body = parseBody(text);
@@ -41,9 +41,9 @@ export function parseBody(text: string): unknown {
     return parseJson(text);
   } catch (error) {
     if (error instanceof JsonLimitError && error.reason === "too_deep") {
-      throw new ApiError(400, "json_too_deep", `the request body is ${error.message}`);
+      throw new DomainError("json_too_deep", `the request body is ${error.message}`);
     }
-    throw new ApiError(400, "malformed_json", `the request body is not valid JSON: ${(error as Error).message.replace(/^not valid JSON: /, "")}`);
+    throw new DomainError("malformed_json", `the request body is not valid JSON: ${(error as Error).message.replace(/^not valid JSON: /, "")}`);
   }
 }
 

@@ -3,21 +3,15 @@ import cors from "@koa/cors";
 import getRawBody from "raw-body";
 import busboy from "busboy";
 import querystring from "node:querystring";
-import { ApiError } from "./errors.js";
+import { DomainError } from "../../commands/decider.js";
 import { RateLimiter } from "./rateLimit.js";
-import type { Services } from "./services.js";
+import type { ApiDeps } from "./deps.js";
 import type { HttpEvent, HttpResponse } from "../runtime/types.js";
 import { newId } from "../ids.js";
 import { JsonLimitError, parseJson } from "../json/bounded.js";
 
 /** Source endpoints live at /e/<endpoint id>[/any/sub/path], outside the authenticated API. */
 export const ENDPOINT_PATH = /^\/e\/([0-9a-z]{24})(\/.*)?$/;
-
-export interface EndpointOptions {
-  readonly maxBodyBytes: number;
-  readonly ratePerSecond: number;
-  readonly burst: number;
-}
 
 /** Parts of a multipart body; a truncated or malformed body rejects (every stream has an error handler). */
 async function readMultipart(raw: Buffer, contentType: string): Promise<Record<string, unknown>> {
@@ -62,7 +56,7 @@ async function httpEvent(ctx: Context, raw: Buffer, subPath: string): Promise<Ht
   } catch (error) {
     // Nesting past the bound could not be stored or delivered: refused. Anything merely unparsable reaches the run as text.
     if (error instanceof JsonLimitError && error.reason === "too_deep") {
-      throw new ApiError(400, "json_too_deep", `the request body: ${error.message}`);
+      throw new DomainError("json_too_deep", `the request body: ${error.message}`);
     }
     body = text;
   }
@@ -87,13 +81,13 @@ const HEADER_VALUE = /^[^\r\n\0]*$/;
 /** A component's custom response, under the documented header policy; throws if it cannot be sent as is. */
 function sendResponse(ctx: Context, response: HttpResponse): void {
   if (!Number.isInteger(response.status) || response.status < 200 || response.status > 599) {
-    throw new ApiError(500, "run_failed", `the source responded with an invalid status ${String(response.status)}`);
+    throw new DomainError("run_failed", `the source responded with an invalid status ${String(response.status)}`);
   }
   const headers: [string, string | string[]][] = [];
   for (const [name, value] of Object.entries(response.headers ?? {})) {
     const values = Array.isArray(value) ? value : [value];
     if (!HEADER_NAME.test(name) || !values.every((v) => typeof v === "string" && HEADER_VALUE.test(v))) {
-      throw new ApiError(500, "run_failed", `the source responded with an invalid header ${JSON.stringify(name).slice(0, 100)}`);
+      throw new DomainError("run_failed", `the source responded with an invalid header ${JSON.stringify(name).slice(0, 100)}`);
     }
     if (!DROPPED_RESPONSE_HEADERS.test(name.toLowerCase())) headers.push([name, value]);
   }
@@ -108,22 +102,13 @@ function sendResponse(ctx: Context, response: HttpResponse): void {
   else ctx.body = Buffer.from(body.base64, "base64");
 }
 
-/** An invocation that could not be queued frees its admission slot. */
-export async function submitted<T>(services: Pick<Services, "admission">, invocationId: string, submit: Promise<T>): Promise<T> {
-  try {
-    return await submit;
-  } catch (error) {
-    services.admission.release(invocationId);
-    throw error;
-  }
-}
-
 /**
  * The HTTP interface: any method and sub-path reach the source's run. Without customResponse the
  * answer comes once the invocation is durably queued; with it, once the run has ended and its
  * events are stored, carrying what the run passed to respond().
  */
-export function sourceEndpoints(services: Services, options: EndpointOptions) {
+export function sourceEndpoints(deps: Pick<ApiDeps, "sources" | "components" | "admission" | "invocations" | "projector" | "clock" | "settings">) {
+  const options = { maxBodyBytes: deps.settings.endpointMaxBodyBytes, ratePerSecond: deps.settings.endpointRatePerSecond, burst: deps.settings.endpointBurst };
   const perSource = new RateLimiter({ ratePerSecond: options.ratePerSecond, burst: options.burst });
   const allowCors = cors({ origin: "*", allowMethods: "GET,HEAD,PUT,POST,DELETE,PATCH,OPTIONS", maxAge: 600 });
 
@@ -131,46 +116,46 @@ export function sourceEndpoints(services: Services, options: EndpointOptions) {
     const match = ENDPOINT_PATH.exec(ctx.path);
     if (!match) return next();
     return allowCors(ctx, async () => {
-      const row = services.sources.sourceByEndpoint(match[1]!);
-      if (!row || row.active !== 1) throw new ApiError(404, "not_found", "no active source at this endpoint");
+      const source = deps.sources.byEndpoint(match[1]!);
+      if (!source || !source.active) throw new DomainError("not_found", "no active source at this endpoint");
 
-      perSource.take(row.id, "to this endpoint");
+      perSource.take(source.id, "to this endpoint");
 
       let raw: Buffer;
       try {
         raw = await getRawBody(ctx.req, { limit: options.maxBodyBytes, length: ctx.request.length });
       } catch (error) {
         if ((error as { status?: number }).status === 413) {
-          throw new ApiError(413, "payload_too_large", `request body is over ${options.maxBodyBytes} bytes`);
+          throw new DomainError("payload_too_large", `request body is over ${options.maxBodyBytes} bytes`);
         }
-        throw new ApiError(400, "malformed_body", "the request body could not be read");
+        throw new DomainError("malformed_body", "the request body could not be read");
       }
-      const component = services.components.get(row.component_id);
+      const component = deps.components.get(source.componentId);
       const customResponse = component?.meta.component.props.some((p) => p.type === "$.interface.http" && p.customResponse === true);
       const message = {
         invocationId: newId("inv"),
-        sourceId: row.id,
+        sourceId: source.id,
         trigger: "http" as const,
         event: await httpEvent(ctx, raw, match[2] ?? "/"),
-        minPosition: services.projector.position,
-        enqueuedMs: services.clock.now(),
+        minPosition: deps.projector.position,
+        enqueuedMs: deps.clock.now(),
       };
-      services.admission.admit({
-        invocationId: message.invocationId, sourceId: row.id, ownerId: row.creator_id, bytes: Buffer.byteLength(message.event.bodyRaw) + 1024,
+      deps.admission.admit({
+        invocationId: message.invocationId, sourceId: source.id, ownerId: source.creatorId, bytes: Buffer.byteLength(message.event.bodyRaw) + 1024,
       });
       if (!customResponse) {
-        await submitted(services, message.invocationId, services.invocations.submit(message));
+        await deps.admission.during(message.invocationId, deps.invocations.submit(message));
         ctx.status = 200;
         ctx.body = { success: true, invocation_id: message.invocationId };
         return;
       }
-      const reply = await submitted(services, message.invocationId, services.invocations.submitAndWait(message, services.runWaitMs));
+      const reply = await deps.admission.during(message.invocationId, deps.invocations.submitAndWait(message, deps.settings.runWaitMs));
       // Read-your-writes: once answered, the events the run caused are listable on this node.
-      if (reply.position !== undefined) await services.projector.waitFor(reply.position);
+      if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
       if (reply.response) return sendResponse(ctx, reply.response);
-      if (reply.status !== "done") throw new ApiError(404, "not_found", "no active source at this endpoint");
+      if (reply.status !== "done") throw new DomainError("not_found", "no active source at this endpoint");
       if (!reply.ok) {
-        throw new ApiError(500, "run_failed", `the source's run failed before it responded: ${reply.error?.message ?? "unknown error"}`);
+        throw new DomainError("run_failed", `the source's run failed before it responded: ${reply.error?.message ?? "unknown error"}`);
       }
       ctx.status = 204; // the run ended without calling respond()
     });

@@ -1,67 +1,61 @@
+// The one place errors become HTTP: every code's status is in STATUS, and whatever a handler
+// throws becomes the body {"error", "code", "details"?}. Unknown failures are a 500 that leaks nothing.
 import type { Context, Next } from "koa";
-import { CommandRejected } from "../../commands/decider.js";
-import { ComponentValidationError } from "../runtime/errors.js";
-import { OutboundError } from "../net/outbound.js";
-import { ReplyTimeoutError } from "../bus/reply.js";
+import { DomainError } from "../../commands/decider.js";
+import type { ErrorCode } from "../../commands/errors.js";
+import { toDomainError } from "../errors.js";
 
-export interface ErrorDetail {
-  readonly path: string;
-  readonly message: string;
+export const STATUS: Record<ErrorCode, number> = {
+  invalid_request: 400,
+  malformed_json: 400,
+  json_too_deep: 400,
+  malformed_body: 400,
+  invalid_component: 400,
+  invalid_api_key: 400,
+  invalid_name: 400,
+  hook_failed: 400,
+  component_url_unreachable: 400,
+  usage: 400,
+  invalid_config: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  name_taken: 409,
+  already_exists: 409,
+  data_dir_locked: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  quota_exceeded: 429,
+  backlog_full: 429,
+  overloaded: 503,
+  run_failed: 500,
+  run_timeout: 504,
+  unavailable: 503,
+  internal: 500,
+};
+
+export interface ErrorBody {
+  readonly error: string;
+  readonly code: ErrorCode;
+  readonly details?: readonly { path: string; message: string }[];
 }
 
-/** Every failure the API answers: the one shape clients see, {"error", "code", "details"?}. */
-export class ApiError extends Error {
-  override readonly name = "ApiError";
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details?: readonly ErrorDetail[],
-    readonly headers?: Record<string, string>,
-  ) {
-    super(message);
-  }
-}
-
-export const notFound = (what: string) => new ApiError(404, "not_found", `${what} not found`);
-export const invalid = (message: string, details?: ErrorDetail[]) => new ApiError(400, "invalid_request", message, details);
-
-/** Maps whatever a handler throws onto the error body; unknown failures become a 500 that leaks nothing. */
+/** Maps whatever a handler throws onto the status and error body clients see. */
 export async function errorBodies(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
-    if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, "not_found", `no route for ${ctx.method} ${ctx.path}`);
-  } catch (error) {
-    const apiError = toApiError(error);
-    ctx.status = apiError.status;
-    ctx.body = {
-      error: apiError.message,
-      code: apiError.code,
-      ...(apiError.details ? { details: apiError.details } : {}),
-    };
-    for (const [name, value] of Object.entries(apiError.headers ?? {})) ctx.set(name, value);
-    if (apiError.status >= 500) console.error(`${ctx.method} ${ctx.path} failed:`, error);
+    if (ctx.status === 404 && ctx.body === undefined) throw new DomainError("not_found", `no route for ${ctx.method} ${ctx.path}`);
+  } catch (thrown) {
+    const error = toDomainError(thrown);
+    ctx.status = STATUS[error.code];
+    const body: ErrorBody = { error: error.message, code: error.code, ...(error.details ? { details: error.details } : {}) };
+    ctx.body = body;
+    if (error.code === "unauthorized") ctx.set("WWW-Authenticate", 'Bearer realm="headwater"');
+    if (error.retryAfterSeconds !== undefined) ctx.set("Retry-After", String(error.retryAfterSeconds));
+    if (ctx.status >= 500 && error.code !== "run_failed" && error.code !== "run_timeout") {
+      console.error(`${ctx.method} ${ctx.path} failed:`, thrown);
+    }
   }
-}
-
-function toApiError(error: unknown): ApiError {
-  if (error instanceof ApiError) return error;
-  if (error instanceof CommandRejected) return new ApiError(error.status, error.code, error.message);
-  if (error instanceof ComponentValidationError) {
-    const details = error.problems.map((p) => ({ path: `component.${p.path}`, message: p.message }));
-    return new ApiError(400, "invalid_component", `the component has ${details.length} problem(s): ${details[0]?.path} ${details[0]?.message}`, details);
-  }
-  if (error instanceof OutboundError) {
-    return new ApiError(400, "component_url_unreachable", `component_url could not be fetched: ${error.message}`);
-  }
-  if (error instanceof ReplyTimeoutError) {
-    return new ApiError(504, "run_timeout", `the run did not answer within ${Math.round(error.timeoutMs / 1000)} s`);
-  }
-  const status = (error as { status?: unknown; expose?: unknown }).status;
-  // koa/http-errors from the router (405) and raw-body (413, 400) carry a safe status and message.
-  if (typeof status === "number" && status >= 400 && status < 500) {
-    const code = status === 405 ? "method_not_allowed" : status === 413 ? "payload_too_large" : "bad_request";
-    return new ApiError(status, code, (error as Error).message);
-  }
-  return new ApiError(500, "internal", "internal error");
 }

@@ -1,11 +1,11 @@
-import { ApiError } from "./errors.js";
+import { Type, type TSchema } from "@sinclair/typebox";
+import { DomainError } from "../../commands/decider.js";
 import type { Page, PageRequest } from "../readModels/page.js";
-import type { Schema } from "./validation.js";
 
-export const paginationQuery: Record<string, Schema> = {
-  limit: { type: "integer", minimum: 1, maximum: 100, default: 10, description: "page size, 1 to 100" },
-  after: { type: "string", description: "cursor: items after it" },
-  before: { type: "string", description: "cursor: items before it" },
+export const pageQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10, description: "page size, 1 to 100" })),
+  after: Type.Optional(Type.String({ maxLength: 200, description: "cursor: items after it" })),
+  before: Type.Optional(Type.String({ maxLength: 200, description: "cursor: items before it" })),
 };
 
 export interface PageInfo {
@@ -25,14 +25,14 @@ export function decodeCursor(cursor: string, name: "after" | "before"): number {
   } catch {
     // fall through to the error below
   }
-  throw new ApiError(400, "invalid_request", `query.${name} is not a cursor this service issued`, [
+  throw new DomainError("invalid_request", `query.${name} is not a cursor this service issued`, [
     { path: `query.${name}`, message: "is not a valid cursor" },
   ]);
 }
 
 export function pageRequest(query: { limit?: number; after?: string; before?: string }): PageRequest {
   if (query.after !== undefined && query.before !== undefined) {
-    throw new ApiError(400, "invalid_request", "pass either after or before, not both", [
+    throw new DomainError("invalid_request", "pass either after or before, not both", [
       { path: "query.before", message: "cannot be combined with after" },
     ]);
   }
@@ -55,13 +55,15 @@ export function pageBody<Row extends { seq: number }, Item>(page: Page<Row>, toI
   return { page_info, data: page.rows.map(toItem) };
 }
 
-export const pageInfoSchema: Schema = {
-  type: "object",
-  properties: {
-    total_count: { type: "integer" },
-    count: { type: "integer" },
-    start_cursor: { type: ["string", "null"] },
-    end_cursor: { type: ["string", "null"] },
-  },
-  required: ["total_count", "count", "start_cursor", "end_cursor"],
-};
+export const PageInfo = Type.Object({
+  total_count: Type.Integer(),
+  count: Type.Integer(),
+  start_cursor: Type.Union([Type.String(), Type.Null()]),
+  end_cursor: Type.Union([Type.String(), Type.Null()]),
+}, { $id: "PageInfo" });
+
+/** A paginated answer: page_info and a page of `item`. */
+export const Paged = <T extends TSchema>(item: T) => Type.Object({ page_info: PageInfo, data: Type.Array(item) });
+
+/** A single-resource answer: {data: item}. */
+export const Data = <T extends TSchema>(item: T) => Type.Object({ data: item });

@@ -1,6 +1,6 @@
 import { TokenBucket } from "limiter";
 import { LRUCache } from "lru-cache";
-import { ApiError } from "./errors.js";
+import { DomainError } from "../../commands/decider.js";
 
 export interface RateLimit {
   /** Tokens added per second. */
@@ -43,8 +43,7 @@ export class RateLimiter {
     return bucket;
   }
 
-  #refusal(what: string): ApiError {
-    const wait = Math.max(1, Math.ceil(1 / this.limit.ratePerSecond));
-    return new ApiError(429, "rate_limited", `too many requests ${what}`, undefined, { "Retry-After": String(wait) });
+  #refusal(what: string): DomainError {
+    return new DomainError("rate_limited", `too many requests ${what}`, undefined, Math.max(1, Math.ceil(1 / this.limit.ratePerSecond)));
   }
 }

@@ -1,8 +1,12 @@
+// One endpoint = one typed route: its TypeBox schemas validate the request (ajv), type the
+// handler's inputs (Static<>) and describe it in the OpenAPI document; nothing is typed twice.
 import type { Context } from "koa";
-import Router from "@koa/router";
-import { ApiError } from "./errors.js";
-import { bodyValidator, paramsValidator, queryValidator, type Schema, type Validator } from "./validation.js";
-import { paginationQuery, pageRequest } from "./pagination.js";
+import type Router from "@koa/router";
+import { Type, type Static, type TObject, type TProperties, type TSchema } from "@sinclair/typebox";
+import { invalid } from "../../commands/decider.js";
+import type { ErrorCode } from "../../commands/errors.js";
+import { bodyValidator, paramsValidator, queryValidator } from "./validation.js";
+import { pageQuery, pageRequest } from "./pagination.js";
 import type { PageRequest } from "../readModels/page.js";
 
 /** Who is calling, resolved from the bearer key by the auth middleware. */
@@ -12,10 +16,19 @@ export interface Caller {
   readonly operator: boolean;
 }
 
-export interface Request<Query, Body, Params> {
-  readonly query: Query;
-  readonly body: Body;
+/** The seed's common parameters: query string for GET, body for POST/PUT. */
+export const commonQuery = {
+  include: Type.Optional(Type.String({ maxLength: 1000, description: "comma-separated response fields to include" })),
+  exclude: Type.Optional(Type.String({ maxLength: 1000, description: "comma-separated response fields to exclude" })),
+  org_id: Type.Optional(Type.String({ maxLength: 100, description: "the organization in which to act" })),
+};
+type Common = Static<TObject<typeof commonQuery>>;
+
+export interface Request<Params, Query, Body> {
   readonly params: Params;
+  readonly query: Query & Common;
+  readonly body: Body & Common;
+  /** The decoded page (paginated routes). */
   readonly page: PageRequest;
   readonly caller: Caller;
   readonly ctx: Context;
@@ -26,75 +39,93 @@ export interface Reply {
   readonly body?: unknown;
 }
 
-/**
- * One endpoint: its schemas drive request validation and the OpenAPI document alike.
- * Paths are written OpenAPI-style (`/sources/{id}`).
- */
-export interface Route<Query = any, Body = any, Params = any> {
-  readonly method: "GET" | "POST" | "PUT" | "DELETE";
+/** An endpoint, as written: schemas as TypeBox properties, a handler typed by them. */
+export interface RouteSpec<P extends TProperties, Q extends TProperties, B extends TProperties | undefined> {
+  readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  /** OpenAPI style (`/sources/{id}`), without the /v1 prefix. */
   readonly path: string;
   readonly operationId: string;
   readonly summary: string;
   readonly tag: string;
-  /** Without the /v1 prefix (the SSE stream lives on the bare host). */
+  /** Served without the /v1 prefix (the SSE stream lives on the bare host). */
   readonly unversioned?: boolean;
   /** No bearer key needed. */
   readonly public?: boolean;
-  readonly params?: Record<string, Schema>;
-  readonly query?: Record<string, Schema>;
-  readonly requiredQuery?: readonly string[];
-  readonly body?: Schema;
+  readonly params?: P;
+  readonly query?: Q;
+  /** A JSON object body with these properties (unknown ones refused). */
+  readonly body?: B;
   readonly paginated?: boolean;
-  /** Fields of the response's `data` (or of its items) that include/exclude may name. */
+  /** Fields of `data` (or of its items) that include/exclude may name. */
   readonly fields?: readonly string[];
-  readonly response: { readonly status?: number; readonly description: string; readonly schema?: Schema };
-  handle(request: Request<Query, Body, Params>): Promise<Reply> | Reply;
+  readonly response: { readonly status?: number; readonly description: string; readonly schema?: TSchema; readonly contentType?: string };
+  /** Error codes this endpoint answers besides the ones every endpoint may (unauthorized, rate_limited, invalid_request). */
+  readonly errors?: readonly ErrorCode[];
+  handle(request: Request<Static<TObject<P>>, Static<TObject<Q>>, B extends TProperties ? Static<TObject<B>> : Record<never, never>>): Promise<Reply> | Reply;
 }
 
-const commonQuery: Record<string, Schema> = {
-  include: { type: "string", description: "comma-separated response fields to include" },
-  exclude: { type: "string", description: "comma-separated response fields to exclude" },
-  org_id: { type: "string", description: "the organization in which to act" },
-};
+/** A route with its schemas as validated and documented; the handler's types are erased here only. */
+export interface Route {
+  readonly method: RouteSpec<TProperties, TProperties, undefined>["method"];
+  readonly path: string;
+  readonly operationId: string;
+  readonly summary: string;
+  readonly tag: string;
+  readonly unversioned: boolean;
+  readonly public: boolean;
+  readonly paginated: boolean;
+  readonly fields: readonly string[] | undefined;
+  readonly params: TObject;
+  readonly query: TObject;
+  readonly body: TObject | undefined;
+  readonly response: RouteSpec<TProperties, TProperties, undefined>["response"];
+  readonly errors: readonly ErrorCode[];
+  handle(request: Request<unknown, unknown, unknown>): Promise<Reply> | Reply;
+}
 
-export const routeQuerySchema = (route: Route): Schema => ({
-  type: "object",
-  properties: { ...commonQuery, ...(route.paginated ? paginationQuery : {}), ...(route.query ?? {}) },
-  required: [...(route.requiredQuery ?? [])],
-  additionalProperties: false,
-});
+export function route<P extends TProperties = {}, Q extends TProperties = {}, B extends TProperties | undefined = undefined>(
+  spec: RouteSpec<P, Q, B>,
+): Route {
+  // Erased to plain object schemas: the handler's types were fixed by the spec above.
+  const params: TObject = Type.Object(spec.params ?? {});
+  const query: TObject = Type.Object({ ...commonQuery, ...(spec.paginated ? pageQuery : {}), ...(spec.query ?? {}) }, { additionalProperties: false });
+  const body: TObject | undefined = spec.body ? (Type.Object({ ...commonQuery, ...(spec.body as TProperties) }, { additionalProperties: false }) as TObject) : undefined;
+  return {
+    method: spec.method,
+    path: spec.path,
+    operationId: spec.operationId,
+    summary: spec.summary,
+    tag: spec.tag,
+    unversioned: spec.unversioned ?? false,
+    public: spec.public ?? false,
+    paginated: spec.paginated ?? false,
+    fields: spec.fields,
+    params,
+    query,
+    body,
+    response: spec.response,
+    errors: spec.errors ?? [],
+    // The request reaching here was validated against exactly these schemas (mountRoutes).
+    handle: (request) => spec.handle(request as Parameters<typeof spec.handle>[0]),
+  };
+}
 
-/** POST bodies may also carry the common parameters (the seed: "query string for GET, body for POST"). */
-export const routeBodySchema = (route: Route): Schema | undefined => {
-  if (!route.body) return undefined;
-  const properties = (route.body.properties as Record<string, Schema> | undefined) ?? {};
-  return { ...route.body, properties: { ...commonQuery, ...properties } };
-};
-
-export const routeParamsSchema = (route: Route): Schema => ({
-  type: "object",
-  properties: route.params ?? {},
-  required: Object.keys(route.params ?? {}),
-});
-
-export const fullPath = (route: Route) => (route.unversioned ? "" : "/v1") + route.path;
+export const fullPath = (r: Pick<Route, "unversioned" | "path">) => (r.unversioned ? "" : "/v1") + r.path;
 const koaPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
 
-function splitFields(value: unknown, name: string, allowed: readonly string[] | undefined): string[] | undefined {
+function splitFields(value: unknown, name: "include" | "exclude", allowed: readonly string[] | undefined): string[] | undefined {
   if (typeof value !== "string" || value === "") return undefined;
   const fields = value.split(",").map((f) => f.trim()).filter((f) => f !== "");
   const unknown = allowed ? fields.filter((f) => !allowed.includes(f)) : [];
   if (unknown.length > 0) {
-    throw new ApiError(400, "invalid_request", `${name} names unknown fields: ${unknown.join(", ")}`,
-      unknown.map((f) => ({ path: name, message: `${f} is not a field of this response` })));
+    throw invalid(`${name} names unknown fields: ${unknown.join(", ")}`, unknown.map((f) => ({ path: name, message: `${f} is not a field of this response` })));
   }
   return fields;
 }
 
 function project(item: unknown, include: string[] | undefined, exclude: string[] | undefined): unknown {
   if (item === null || typeof item !== "object" || Array.isArray(item)) return item;
-  const entries = Object.entries(item).filter(([key]) => (!include || include.includes(key)) && !exclude?.includes(key));
-  return Object.fromEntries(entries);
+  return Object.fromEntries(Object.entries(item).filter(([key]) => (!include || include.includes(key)) && !exclude?.includes(key)));
 }
 
 /** Applies include/exclude to `data` (an object or a list of objects) of a response body. */
@@ -107,34 +138,31 @@ function applyFields(body: unknown, include?: string[], exclude?: string[]): unk
 }
 
 export function mountRoutes(router: Router, routes: readonly Route[]): void {
-  for (const route of routes) {
-    const query: Validator<Record<string, unknown>> = queryValidator(routeQuerySchema(route));
-    const bodySchema = routeBodySchema(route);
-    const body = bodySchema ? bodyValidator<Record<string, unknown>>(bodySchema) : undefined;
-    const params = paramsValidator<Record<string, unknown>>(routeParamsSchema(route));
-    const method = route.method.toLowerCase() as "get" | "post" | "put" | "delete";
-    router[method](koaPath(fullPath(route)), async (ctx: Context) => {
+  for (const r of routes) {
+    const query = queryValidator<Record<string, unknown>>(r.query);
+    const body = r.body ? bodyValidator<Record<string, unknown>>(r.body) : undefined;
+    const params = paramsValidator<Record<string, unknown>>(r.params);
+    const method = r.method.toLowerCase() as "get" | "post" | "put" | "patch" | "delete";
+    router[method](koaPath(fullPath(r)), async (ctx: Context) => {
       const q = query({ ...ctx.query });
       let b: Record<string, unknown> = {};
       if (body) {
         const raw = ctx.request.body ?? {};
-        if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-          throw new ApiError(400, "invalid_request", "the request body must be a JSON object");
-        }
+        if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw invalid("the request body must be a JSON object");
         b = body(raw);
       } else if (ctx.request.body !== undefined) {
-        throw new ApiError(400, "invalid_request", `${route.method} ${route.path} takes no request body`);
+        throw invalid(`${r.method} ${r.path} takes no request body`);
       }
       const p = params({ ...(ctx as unknown as { params: Record<string, string> }).params });
-      const include = splitFields(b.include ?? q.include, "include", route.fields);
-      const exclude = splitFields(b.exclude ?? q.exclude, "exclude", route.fields);
+      const include = splitFields(b.include ?? q.include, "include", r.fields);
+      const exclude = splitFields(b.exclude ?? q.exclude, "exclude", r.fields);
       const caller = ctx.state.caller as Caller;
-      const reply = await route.handle({
+      const reply = await r.handle({
         query: q, body: b, params: p, caller, ctx,
-        page: route.paginated ? pageRequest(q as { limit?: number; after?: string; before?: string }) : { limit: 10 },
+        page: r.paginated ? pageRequest(q as { limit?: number; after?: string; before?: string }) : { limit: 10 },
       });
       if (ctx.respond === false) return; // streaming handlers (SSE) answer on their own
-      ctx.status = reply.status ?? route.response.status ?? 200;
+      ctx.status = reply.status ?? r.response.status ?? 200;
       if (reply.body !== undefined) ctx.body = applyFields(reply.body, include, exclude);
     });
   }

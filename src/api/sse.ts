@@ -1,13 +1,15 @@
 import type { ServerResponse } from "node:http";
-import type { Route } from "./route.js";
-import type { Services } from "./services.js";
+import { Type } from "@sinclair/typebox";
+import { route, type Route } from "./route.js";
+import type { ApiDeps } from "./deps.js";
 import type { RecordedEvent } from "../store/eventStore.js";
 import type { EventEmitted } from "../../commands/emitters/emitter.js";
-import type { RunLogged } from "../../commands/emitters/runLog.js";
+import type { RunLogged } from "../../commands/runLogs/runLog.js";
 import type { SourceDeleted } from "../../commands/sources/source.js";
 import { emittedEventRow } from "../../projections/emittedEvents.js";
-import { runLogRow } from "../../projections/sourceLogs.js";
-import { canSee } from "./access.js";
+import { runLogRow } from "../../projections/runLogs.js";
+import { toEmittedEvent } from "../readModels/emittedEvents.js";
+import { toRunLog } from "../readModels/runLogs.js";
 import { visibleSource } from "./resources/sources.js";
 import { eventSummary, logSummary } from "./resources/events.js";
 
@@ -53,10 +55,10 @@ export class SseHub {
   readonly #heartbeat: NodeJS.Timeout;
 
   constructor(
-    services: Pick<Services, "projector">,
+    deps: Pick<ApiDeps, "projector">,
     private readonly heartbeatMs: number,
   ) {
-    services.projector.onApplied((events) => {
+    deps.projector.onApplied((events) => {
       // Called inside the projector's batch loop: a failure here must not stop projections.
       try {
         this.#publish(events);
@@ -114,11 +116,11 @@ export class SseHub {
       if (event.type === "EventEmitted") {
         const clients = this.#byEmitter.get((event.data as EventEmitted["data"]).emitterId);
         if (!clients) continue;
-        const row = emittedEventRow(event);
+        const emitted = toEmittedEvent(emittedEventRow(event));
         let frame: string | undefined;
         for (const client of clients) {
-          if (client.channel === LOGS_CHANNEL || (client.channel !== undefined && client.channel !== row.channel)) continue;
-          frame ??= sseFrame(row.id, eventSummary(row, true));
+          if (client.channel === LOGS_CHANNEL || (client.channel !== undefined && client.channel !== emitted.channel)) continue;
+          frame ??= sseFrame(emitted.id, eventSummary(emitted, true));
           this.#deliver(client, event.position, frame);
         }
       } else if (event.type === "RunLogged") {
@@ -128,8 +130,8 @@ export class SseHub {
         for (const client of clients) {
           if (client.channel !== LOGS_CHANNEL) continue;
           if (frame === undefined) {
-            const row = runLogRow(event);
-            frame = sseFrame(row.invocation_id, logSummary(row));
+            const log = toRunLog(runLogRow(event));
+            frame = sseFrame(log.invocationId, logSummary(log));
           }
           this.#deliver(client, event.position, frame);
         }
@@ -209,9 +211,9 @@ export class SseHub {
   }
 }
 
-export function sseRoutes(services: Services, hub: SseHub): Route[] {
+export function sseRoutes(deps: Pick<ApiDeps, "access" | "sources" | "events" | "runLogs" | "accountsView" | "projector">, hub: SseHub): Route[] {
   return [
-    {
+    route({
       method: "GET",
       path: "/sources/{id}/sse",
       unversioned: true,
@@ -220,22 +222,24 @@ export function sseRoutes(services: Services, hub: SseHub): Route[] {
         "Server-sent events: each new event as `id: <event id>` and `data: <event summary JSON>` (the items of event_summaries?expand=event); " +
         "Last-Event-ID resumes after that id from the kept events; `: heartbeat` comments keep idle streams open; `event: end` when the source is deleted",
       tag: "events",
-      params: { id: { type: "string", maxLength: 100 } },
-      query: { event_name: { type: "string", maxLength: 200, description: "one channel only: empty for the default channel, a name, $errors, or $logs (run logs)" } },
-      response: { description: "text/event-stream" },
+      params: { id: Type.String({ maxLength: 100 }) },
+      query: {
+        event_name: Type.Optional(Type.String({ maxLength: 200, description: "one channel only: empty for the default channel, a name, $errors, or $logs (run logs)" })),
+      },
+      errors: ["not_found"],
+      response: { description: "a stream of server-sent events", contentType: "text/event-stream" },
       handle({ caller, params, query, ctx }) {
-        const row = visibleSource(services, caller, params.id as string);
-        const channel = query.event_name as string | undefined;
+        const source = visibleSource(deps, caller, params.id);
+        const channel = query.event_name;
         const lastEventId = ctx.get("last-event-id");
-        const sources = services.sources;
         let catchUp: CatchUp;
         let cursor: number;
         if (channel === LOGS_CHANNEL) {
-          catchUp = (after, limit) => sources.logsAfter(row.id, after, limit).map((l) => ({ seq: l.seq, frame: sseFrame(l.invocation_id, logSummary(l)) }));
-          cursor = lastEventId === "" ? services.projector.position : sources.logCursor(row.id, lastEventId);
+          catchUp = (after, limit) => deps.runLogs.logsAfter(source.id, after, limit).map((l) => ({ seq: l.seq, frame: sseFrame(l.invocationId, logSummary(l)) }));
+          cursor = lastEventId === "" ? deps.projector.position : deps.runLogs.cursorOf(source.id, lastEventId);
         } else {
-          catchUp = (after, limit) => sources.eventsAfter(row.id, after, channel, limit).map((e) => ({ seq: e.seq, frame: sseFrame(e.id, eventSummary(e, true)) }));
-          cursor = lastEventId === "" ? services.projector.position : sources.eventCursor(row.id, lastEventId);
+          catchUp = (after, limit) => deps.events.eventsAfter(source.id, after, channel, limit).map((e) => ({ seq: e.seq, frame: sseFrame(e.id, eventSummary(e, true)) }));
+          cursor = lastEventId === "" ? deps.projector.position : deps.events.cursorOf(source.id, lastEventId);
         }
         const res = ctx.res;
         ctx.respond = false;
@@ -246,10 +250,10 @@ export function sseRoutes(services: Services, hub: SseHub): Route[] {
           "x-accel-buffering": "no",
         });
         res.write(": connected\n\n");
-        const allowed = () => services.accounts.keyActive(caller.keyId) && canSee(services.accounts, caller, row.owner_id);
-        hub.add({ emitterId: row.id, channel, res, catchUp, cursor, allowed });
+        const allowed = () => deps.accountsView.keyActive(caller.keyId) && deps.access.canSee(caller, source.ownerId);
+        hub.add({ emitterId: source.id, channel, res, catchUp, cursor, allowed });
         return {};
       },
-    },
+    }),
   ];
 }

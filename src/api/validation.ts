@@ -1,9 +1,11 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
-import { ApiError, type ErrorDetail } from "./errors.js";
+import type { TSchema } from "@sinclair/typebox";
+import { DomainError, type ProblemDetail } from "../../commands/decider.js";
 
-export type Schema = Record<string, unknown>;
+export type Schema = TSchema | Record<string, unknown>;
+type ErrorDetail = ProblemDetail;
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
@@ -51,7 +53,7 @@ function compile<T>(ajv: Ajv2020, schema: Schema, where: "query" | "body" | "par
     if (textProblems.length === 0 && validate(value)) return value as T;
     const details = textProblems.length > 0 ? textProblems : (validate.errors ?? []).map((e) => describe(e, where));
     const first = details[0];
-    throw new ApiError(400, "invalid_request", first ? `${first.path} ${first.message}` : `invalid ${where}`, details);
+    throw new DomainError("invalid_request", first ? `${first.path} ${first.message}` : `invalid ${where}`, details);
   };
 }
 

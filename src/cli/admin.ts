@@ -3,15 +3,18 @@ import { openEventStore } from "../store/open.js";
 import type { EventStore } from "../store/eventStore.js";
 import { loadConfig } from "../config.js";
 import { systemClock } from "../ids.js";
-import { addOrgMember, createOrganization, createUserAccount, issueKey, revokeKey, setPlan } from "../accounts/accounts.js";
+import { Accounts } from "../accounts/accounts.js";
 import { failWith, printJson } from "./output.js";
 import { waitForLocalServer } from "./localServer.js";
 import type { Plan } from "../../commands/users/user.js";
 import fs from "node:fs";
 import path from "node:path";
-import { IsolatedRuntime } from "../runner/componentRuntime.js";
-import { runtimeOptionsFromEnv } from "../runtime/index.js";
-import { publishComponent } from "../components/registry.js";
+import { IsolatedRuntime } from "../runtime/componentRuntime.js";
+import { ComponentCatalog } from "../components/catalog.js";
+import { DomainError } from "../../commands/decider.js";
+import { openReadModels } from "../readModels/database.js";
+import { ComponentsReadModel } from "../readModels/components.js";
+import { ComponentCache } from "../components/componentCache.js";
 
 /**
  * Runs an operator action against the configured log (the same one a running server uses) and,
@@ -31,10 +34,11 @@ async function withStore(action: (store: EventStore) => Promise<{ output: unknow
   }
 }
 
-const ctx = (store: EventStore) => ({ store, clock: systemClock, metadata: { by: "operator-cli" } });
+const accounts = (store: EventStore) => new Accounts(store, systemClock);
+const options = { metadata: { by: "operator-cli" } };
 
 function plan(value: string): Plan {
-  if (value !== "free" && value !== "paid") throw new Error(`--plan must be free or paid, got "${value}"`);
+  if (value !== "free" && value !== "paid") throw new DomainError("usage", `--plan must be free or paid, got "${value}"`);
   return value;
 }
 
@@ -50,7 +54,7 @@ export function adminCommands(program: Command): void {
     .description("create a user and print its id and first API key")
     .action((o: { username: string; email: string; plan: string }) =>
       withStore(async (store) => {
-        const created = await createUserAccount(ctx(store), { username: o.username, email: o.email, plan: plan(o.plan) });
+        const created = await accounts(store).createUser({ username: o.username, email: o.email, plan: plan(o.plan) }, options);
         return { output: { id: created.id, api_key: created.apiKey }, position: created.position };
       }),
     );
@@ -60,7 +64,7 @@ export function adminCommands(program: Command): void {
     .description("move a user to the free or the paid plan")
     .action((userId: string, o: { plan: string }) =>
       withStore(async (store) => {
-        const written = await setPlan(ctx(store), userId, plan(o.plan));
+        const written = await accounts(store).setPlan(userId, plan(o.plan), options);
         return { output: { id: userId, plan: o.plan }, position: written.position };
       }),
     );
@@ -74,7 +78,7 @@ export function adminCommands(program: Command): void {
     .description("create an organization owned by a user")
     .action((o: { name: string; owner: string; email?: string }) =>
       withStore(async (store) => {
-        const { position, ...created } = await createOrganization(ctx(store), { name: o.name, ownerId: o.owner, email: o.email });
+        const { position, ...created } = await accounts(store).createOrg({ name: o.name, ownerId: o.owner, ...(o.email !== undefined ? { email: o.email } : {}) }, options);
         return { output: created, position };
       }),
     );
@@ -83,7 +87,7 @@ export function adminCommands(program: Command): void {
     .description("make a user a member of an organization")
     .action((orgId: string, userId: string) =>
       withStore(async (store) => {
-        const written = await addOrgMember(ctx(store), orgId, userId);
+        const written = await accounts(store).addOrgMember(orgId, userId, options);
         return { output: { org_id: orgId, user_id: userId, role: "member" }, position: written.position };
       }),
     );
@@ -96,9 +100,12 @@ export function adminCommands(program: Command): void {
       withStore(async (store) => {
         const config = loadConfig();
         const code = fs.readFileSync(path.resolve(file), "utf8");
-        const runtime = new IsolatedRuntime(runtimeOptionsFromEnv(config.env, path.join(config.dataDir, "cache")));
+        const runtime = new IsolatedRuntime(config.runtime);
+        // Publishing reads nothing from the read models: an empty in-memory one will do.
+        const components = new ComponentsReadModel(openReadModels(":memory:"));
+        const catalog = new ComponentCatalog({ store, runtime, components, cache: new ComponentCache(components), clock: systemClock });
         try {
-          const result = await publishComponent({ store, runtime, clock: systemClock }, code, { by: "operator-cli" });
+          const result = await catalog.publish(code, options);
           return {
             output: { id: result.componentId, key: result.key, version: result.version, published: result.published },
             position: result.position,
@@ -115,7 +122,7 @@ export function adminCommands(program: Command): void {
     .description("issue a new API key for a user")
     .action((userId: string) =>
       withStore(async (store) => {
-        const issued = await issueKey(ctx(store), userId);
+        const issued = await accounts(store).issueKey(userId, {}, options);
         return { output: { id: issued.id, api_key: issued.apiKey }, position: issued.position };
       }),
     );
@@ -124,7 +131,7 @@ export function adminCommands(program: Command): void {
     .description("revoke an API key (the key itself, or its k_ id)")
     .action((apiKey: string) =>
       withStore(async (store) => {
-        const revoked = await revokeKey(ctx(store), apiKey);
+        const revoked = await accounts(store).revokeKey(apiKey, undefined, options);
         return { output: { id: revoked.id, revoked: true }, position: revoked.position };
       }),
     );

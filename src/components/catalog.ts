@@ -1,72 +1,139 @@
+// Saved components and the public registry: code in, sc_ id out. The rules (saved code never
+// changes, registry keys and semantic versions, key@version immutable) are the component decider's
+// and the names'; this prepares the code in the sandbox and answers an identical save with the
+// component saved before.
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { EventStore } from "../store/eventStore.js";
-import { handleCommand } from "../../commands/handler.js";
-import { component as componentEvolver, componentStream, REGISTRY_OWNER } from "../../commands/components/component.js";
-import { saveComponent } from "../../commands/components/save.js";
-import { CommandRejected } from "../../commands/decider.js";
-import type { ComponentRuntime } from "../runner/componentRuntime.js";
-import { ComponentCache, storedMeta, type LoadedComponent } from "../runner/components.js";
-import type { ComponentRow, SourcesReadModel } from "../readModels/sources.js";
+import { CommandHandler, type HandleOptions, type HandlerOf } from "../../commands/handler.js";
+import { component as componentDecider, REGISTRY_OWNER, type ComponentSaved } from "../../commands/components/component.js";
+import { Names } from "../../commands/names/claims.js";
+import { streams } from "../../commands/streams.js";
+import { DomainError } from "../../commands/decider.js";
+import type { ComponentRuntime } from "../runtime/componentRuntime.js";
+import { storedMeta, type ComponentsReadModel } from "../readModels/components.js";
+import type { ComponentCache, LoadedComponent } from "./componentCache.js";
 import { newId, type Clock } from "../ids.js";
+import { codeHash } from "../runtime/index.js";
 import type { PreparedComponent } from "../runtime/types.js";
+
+/** The registry/ folder of the repository: components we write and publish with every install. */
+export const registryDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "registry");
 
 export interface CatalogDeps {
   readonly store: EventStore;
   readonly runtime: ComponentRuntime;
-  readonly sources: SourcesReadModel;
-  readonly components: ComponentCache;
+  readonly components: ComponentsReadModel;
+  readonly cache: ComponentCache;
   readonly clock: Clock;
   /** Fetches component code from a URL through the guarded outbound client. */
   readonly fetchCode: (url: string) => Promise<string>;
 }
 
-export interface SavedComponent {
+export interface Saved {
   readonly componentId: string;
   /** Log position of the save; undefined when identical code was saved before. */
   readonly position: number | undefined;
 }
 
-/**
- * Saved components: code in, sc_ id out. Saving code the owner already saved (same code and URL)
- * returns the existing component; a different code under an existing key becomes the key's new
- * target, the old id keeps working.
- */
 export class ComponentCatalog {
-  constructor(private readonly deps: CatalogDeps) {}
+  readonly #components: HandlerOf<typeof componentDecider>;
+  readonly #names: Names;
 
-  async save(ownerId: string, input: { code?: string; url?: string }, metadata: Record<string, unknown>): Promise<SavedComponent> {
-    const url = input.url ?? null;
-    const code = input.code ?? (url !== null ? await this.deps.fetchCode(url) : undefined);
-    if (code === undefined) throw new CommandRejected("invalid_request", "give component_code or component_url", 400);
-    const prepared = await this.deps.runtime.prepare({ code, ...(url !== null ? { url } : {}) });
-    const existing = this.deps.sources.componentByHash(ownerId, prepared.codeHash, url);
-    if (existing) return { componentId: existing.id, position: undefined };
-    if (ownerId === REGISTRY_OWNER) throw new CommandRejected("invalid_request", "registry components are published, not saved", 400);
-    return appendComponent(this.deps, ownerId, code, url, prepared, metadata);
+  constructor(private readonly deps: Omit<CatalogDeps, "fetchCode"> & Partial<Pick<CatalogDeps, "fetchCode">>) {
+    this.#components = new CommandHandler(deps.store, componentDecider, streams.component);
+    this.#names = new Names(deps.store);
   }
 
-  /** A component the owner may use: its own (or its org's), or a registry component. */
+  /** Saves code for an owner; the same code (and URL) saved before answers that component. */
+  async save(ownerId: string, input: { code?: string; url?: string }, options: HandleOptions = {}): Promise<Saved> {
+    const url = input.url ?? null;
+    const code = input.code ?? (url !== null ? await this.#fetch(url) : undefined);
+    if (code === undefined) throw new DomainError("invalid_request", "give component_code or component_url");
+    const prepared = await this.deps.runtime.prepare({ code, ...(url !== null ? { url } : {}) });
+    const existing = this.deps.components.idByHash(ownerId, prepared.codeHash, url);
+    if (existing) return { componentId: existing, position: undefined };
+    const id = newId("sc");
+    const saved = await this.#components.handle(id, { type: "SaveComponent", data: savedData(id, ownerId, code, url, prepared, this.deps.clock) }, options);
+    return { componentId: id, position: saved.position };
+  }
+
+  /** A component the caller may use: its own (or its org's, by `canSee`), or a registry component. */
   usable(componentId: string, canSee: (ownerId: string) => boolean): LoadedComponent | undefined {
-    const loaded = this.deps.components.get(componentId);
+    const loaded = this.deps.cache.get(componentId);
     if (!loaded || (loaded.ownerId !== REGISTRY_OWNER && !canSee(loaded.ownerId))) return undefined;
     return loaded;
   }
 
-  byKey(ownerId: string, key: string): ComponentRow | undefined {
-    return this.deps.sources.componentByKey(ownerId, key);
+  /** The component a key names in an owner's namespace (REGISTRY_OWNER: the highest published version). */
+  byKey(ownerId: string, key: string): LoadedComponent | undefined {
+    const id = this.deps.components.idByKey(ownerId, key);
+    return id === undefined ? undefined : this.deps.cache.get(id);
+  }
+
+  /** Publishes to the public registry: key@version is claimed first, so it names one code forever. */
+  async publish(code: string, options: HandleOptions = {}): Promise<Saved & { published: boolean; key: string; version: string }> {
+    const prepared = await this.deps.runtime.prepare({ code });
+    const id = newId("sc");
+    const data = savedData(id, REGISTRY_OWNER, code, null, prepared, this.deps.clock);
+    // The decider's rules (key, semantic version) before anything is claimed.
+    componentDecider.decide({ type: "PublishComponent", data }, componentDecider.initialState());
+    const key = data.key!;
+    const name = `${key}@${data.version}`;
+    const existing = await this.#publishedAs(name, prepared.codeHash);
+    if (existing) return { componentId: existing, position: undefined, published: false, key, version: data.version };
+    try {
+      await this.#names.claim({ scope: "registry", name, holder: id, at: data.at }, options);
+    } catch (error) {
+      // Another node publishing the same file at the same moment won the claim.
+      const winner = error instanceof DomainError && error.code === "name_taken" ? await this.#publishedAs(name, prepared.codeHash) : undefined;
+      if (winner) return { componentId: winner, position: undefined, published: false, key, version: data.version };
+      throw error;
+    }
+    const published = await this.#components.handle(id, { type: "PublishComponent", data }, options);
+    return { componentId: id, position: published.position, published: true, key, version: data.version };
+  }
+
+  /** Publishes every registry/ file not published yet (idempotent: key@version is immutable). */
+  async publishRegistry(waitFor: (position: number) => Promise<void>, dir = registryDir): Promise<string[]> {
+    if (!fs.existsSync(dir)) return [];
+    const published: string[] = [];
+    for (const file of fs.readdirSync(dir).filter((f) => /\.(m?js|ts)$/.test(f)).sort()) {
+      const code = fs.readFileSync(path.join(dir, file), "utf8");
+      // Already published as is: skip bundling and loading it again at every start.
+      if (this.deps.components.idByHash(REGISTRY_OWNER, codeHash(code), null)) continue;
+      const result = await this.publish(code, { metadata: { by: "registry" } });
+      if (result.position !== undefined) await waitFor(result.position);
+      if (result.published) published.push(file);
+    }
+    return published;
+  }
+
+  /** The component holding key@version, if it has this code; a different code there is a conflict. */
+  async #publishedAs(name: string, hash: string): Promise<string | undefined> {
+    const holder = await this.#names.holder("registry", name);
+    if (!holder) return undefined;
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const [saved] = await this.deps.store.readStream(streams.component(holder), { maxCount: 1 });
+      if (saved) {
+        if ((saved.data as ComponentSaved["data"]).codeHash === hash) return holder;
+        throw new DomainError("name_taken", `${name} is already published with different code: publish a new version`);
+      }
+      // The claim is written just before the component: give its publisher a moment.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new DomainError("name_taken", `${name} is claimed but its component never appeared`);
+  }
+
+  #fetch(url: string): Promise<string> {
+    if (!this.deps.fetchCode) throw new DomainError("invalid_request", "component_url cannot be fetched here");
+    return this.deps.fetchCode(url);
   }
 }
 
-/** Appends a ComponentSaved for prepared code. */
-export async function appendComponent(
-deps: Pick<CatalogDeps, "store" | "clock">,
-  ownerId: string,
-  code: string,
-  url: string | null,
-  prepared: PreparedComponent,
-  metadata: Record<string, unknown>,
-  id = newId("sc"),
-): Promise<SavedComponent> {
-  const handled = await handleCommand(deps.store, componentStream(id), componentEvolver, saveComponent, {
+function savedData(id: string, ownerId: string, code: string, url: string | null, prepared: PreparedComponent, clock: Clock): ComponentSaved["data"] {
+  return {
     id,
     ownerId,
     key: prepared.meta.key ?? null,
@@ -79,7 +146,6 @@ deps: Pick<CatalogDeps, "store" | "clock">,
     url,
     configurableProps: prepared.configurableProps,
     meta: storedMeta(prepared) as unknown as Record<string, unknown>,
-    at: Math.floor(deps.clock.now() / 1000),
-  }, { metadata });
-  return { componentId: id, position: handled.position };
+    at: Math.floor(clock.now() / 1000),
+  };
 }

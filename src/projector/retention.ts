@@ -1,10 +1,14 @@
 import type { EventStore } from "../store/eventStore.js";
 import type { Projector } from "./projector.js";
-import type { SourcesReadModel } from "../readModels/sources.js";
-import { emitterStream } from "../../commands/emitters/emitter.js";
-import { logsStream } from "../../commands/emitters/runLog.js";
+import type { EmittedEventsReadModel } from "../readModels/emittedEvents.js";
+import type { RunLogsReadModel } from "../readModels/runLogs.js";
+import type { EventEmitted } from "../../commands/emitters/emitter.js";
+import type { RunLogged } from "../../commands/runLogs/runLog.js";
+import { streams } from "../../commands/streams.js";
 import { KEPT_EVENTS } from "../../projections/emittedEvents.js";
-import { KEPT_RUN_LOGS } from "../../projections/sourceLogs.js";
+import { KEPT_RUN_LOGS } from "../../projections/runLogs.js";
+
+type Kept = { kind: "events" | "logs"; emitterId: string };
 
 /**
  * Keeps storage bounded: once the read models hold an emitter's newest 100 events (or run logs),
@@ -13,7 +17,7 @@ import { KEPT_RUN_LOGS } from "../../projections/sourceLogs.js";
  * skips events that fall outside the window anyway.
  */
 export class Retention {
-  readonly #pending = new Set<string>();
+  readonly #pending = new Map<string, Kept>();
   readonly #truncated = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> = Promise.resolve();
@@ -22,14 +26,15 @@ export class Retention {
   constructor(
     private readonly store: EventStore,
     private readonly projector: Projector,
-    private readonly sources: SourcesReadModel,
+    private readonly readModels: { events: Pick<EmittedEventsReadModel, "oldestKeptRevision">; runLogs: Pick<RunLogsReadModel, "oldestKeptRevision"> },
     private readonly intervalMs = 1000,
   ) {}
 
   start(): void {
     this.#unsubscribe = this.projector.onApplied((events) => {
       for (const event of events) {
-        if (event.type === "EventEmitted" || event.type === "RunLogged") this.#pending.add(event.stream);
+        if (event.type === "EventEmitted") this.#mark({ kind: "events", emitterId: (event.data as EventEmitted["data"]).emitterId });
+        else if (event.type === "RunLogged") this.#mark({ kind: "logs", emitterId: (event.data as RunLogged["data"]).sourceId });
       }
       if (this.#pending.size > 0 && !this.#timer) {
         this.#timer = setTimeout(() => {
@@ -46,20 +51,21 @@ export class Retention {
     await this.#running;
   }
 
+  #mark(kept: Kept): void {
+    this.#pending.set(`${kept.kind}:${kept.emitterId}`, kept);
+  }
+
   async #sweep(): Promise<void> {
-    const streams = [...this.#pending];
+    const pending = [...this.#pending.values()];
     this.#pending.clear();
-    for (const stream of streams) {
-      const emitter = stream.startsWith("emitter-") ? stream.slice("emitter-".length) : undefined;
-      const logsOf = stream.startsWith("logs-") ? stream.slice("logs-".length) : undefined;
-      const kept = emitter
-        ? withLimit(this.sources.oldestKeptRevision(emitter), KEPT_EVENTS)
-        : logsOf
-          ? withLimit(this.sources.oldestKeptLogRevision(logsOf), KEPT_RUN_LOGS)
-          : undefined;
-      if (kept === undefined || kept <= (this.#truncated.get(stream) ?? 0)) continue;
-      await this.store.truncateBefore(emitter ? emitterStream(emitter) : logsStream(logsOf!), kept);
-      this.#truncated.set(stream, kept);
+    for (const { kind, emitterId } of pending) {
+      const [stream, before] =
+        kind === "events"
+          ? [streams.emitter(emitterId), withLimit(this.readModels.events.oldestKeptRevision(emitterId), KEPT_EVENTS)]
+          : [streams.runLogs(emitterId), withLimit(this.readModels.runLogs.oldestKeptRevision(emitterId), KEPT_RUN_LOGS)];
+      if (before === undefined || before <= (this.#truncated.get(stream) ?? 0)) continue;
+      await this.store.truncateBefore(stream, before);
+      this.#truncated.set(stream, before);
     }
   }
 }

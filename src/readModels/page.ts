@@ -45,3 +45,8 @@ export function countOf(db: Database, table: string, owner: string): number {
   const row = statement<[string], { n: number }>(db, `SELECT n FROM ${table} WHERE owner = ?`).get(owner);
   return row?.n ?? 0;
 }
+
+/** The same page with each row turned into its view. */
+export function mapPage<Row, View>(page: Page<Row>, toView: (row: Row) => View): Page<View> {
+  return { rows: page.rows.map(toView), total: page.total };
+}

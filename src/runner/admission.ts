@@ -1,9 +1,9 @@
 import type { Projector } from "../projector/projector.js";
 import type { QuotaGuard } from "../sources/quota.js";
 import type { Clock } from "../ids.js";
-import type { RunLogged } from "../../commands/emitters/runLog.js";
+import type { RunLogged } from "../../commands/runLogs/runLog.js";
 import type { SourceDeleted } from "../../commands/sources/source.js";
-import { ApiError } from "../api/errors.js";
+import { DomainError } from "../../commands/decider.js";
 
 /** How much queued work this node admits before it pushes back (README: "Back-pressure"). */
 export interface AdmissionLimits {
@@ -67,13 +67,13 @@ export class Admission {
     const owner = this.#byOwner.get(input.ownerId);
     this.quota.check(input.ownerId, owner?.count ?? 0);
     if ((source?.count ?? 0) >= this.limits.sourceBacklog) {
-      throw backlogFull(429, `this source has ${this.limits.sourceBacklog} invocations waiting to run`);
+      throw refused("backlog_full", `this source has ${this.limits.sourceBacklog} invocations waiting to run`);
     }
     if ((owner?.count ?? 0) >= this.limits.ownerBacklog || (owner?.bytes ?? 0) + input.bytes > this.limits.ownerBacklogBytes) {
-      throw backlogFull(429, "this account has too many invocations waiting to run");
+      throw refused("backlog_full", "this account has too many invocations waiting to run");
     }
     if (this.#node.count >= this.limits.nodeBacklog || this.#node.bytes + input.bytes > this.limits.nodeBacklogBytes) {
-      throw backlogFull(503, "this node has too many invocations waiting to run");
+      throw refused("overloaded", "this node has too many invocations waiting to run");
     }
     this.#pending.set(input.invocationId, { sourceId: input.sourceId, ownerId: input.ownerId, bytes: input.bytes, at: this.clock.now() });
     add(this.#bySource, input.sourceId, 1, input.bytes);
@@ -91,6 +91,16 @@ export class Admission {
     add(this.#byOwner, pending.ownerId, -1, -pending.bytes);
     this.#node.count--;
     this.#node.bytes -= pending.bytes;
+  }
+
+  /** Waits for an admitted invocation's submission; one that could not be queued frees its slot. */
+  async during<T>(invocationId: string, submit: Promise<T>): Promise<T> {
+    try {
+      return await submit;
+    } catch (error) {
+      this.release(invocationId);
+      throw error;
+    }
   }
 
   /** Invocations admitted here and not yet recorded, for a source (metrics, tests). */
@@ -121,5 +131,5 @@ function add(tallies: Map<string, Tally>, key: string, count: number, bytes: num
   else tallies.set(key, tally);
 }
 
-const backlogFull = (status: 429 | 503, message: string) =>
-  new ApiError(status, "backlog_full", `${message}; try again shortly`, undefined, { "Retry-After": "1" });
+/** backlog_full is the caller's own backlog (429); overloaded is the node's (503). */
+const refused = (code: "backlog_full" | "overloaded", message: string) => new DomainError(code, `${message}; try again shortly`, undefined, 1);

@@ -1,11 +1,11 @@
 import type { Bus, BusConsumer, BusRecord } from "../bus/bus.js";
 import { replyHeaders, type ReplyChannel } from "../bus/reply.js";
 import type { HttpResponse, LogLine } from "../runtime/types.js";
-import type { RunTrigger } from "../../commands/emitters/runLog.js";
+import type { RunTrigger } from "../../commands/runLogs/runLog.js";
 import type { Projector } from "../projector/projector.js";
-import type { SourceRow, SourcesReadModel } from "../readModels/sources.js";
+import type { Source, SourcesReadModel } from "../readModels/sources.js";
 import { parseJson } from "../json/bounded.js";
-import type { ComponentCache } from "./components.js";
+import type { ComponentCache } from "../components/componentCache.js";
 import type { SourceRunner } from "./sourceRunner.js";
 
 /** Invocations are keyed by source id, so one source's runs happen one at a time, in order. */
@@ -128,37 +128,37 @@ function readInvocation(record: BusRecord): InvocationMessage | undefined {
  * and on $errors with the original event, so the user sees it and the partition moves on.
  */
 async function parkInvocation(deps: RunnerConsumerDeps, message: InvocationMessage, reason: string): Promise<InvocationReply> {
-  const row = deps.sources.source(message.sourceId);
-  const component = row ? deps.components.get(row.component_id) : undefined;
-  if (!row || !component) return { status: "gone" };
+  const source = deps.sources.source(message.sourceId);
+  const component = source ? deps.components.get(source.componentId) : undefined;
+  if (!source || !component) return { status: "gone" };
   const error = { name: "InvocationParked", code: "PARKED", message: `the invocation could not be processed and was parked: ${reason}` };
   const result = await deps.runner.park(
-    { source: runnableOf(deps, row), component, invocationId: message.invocationId, trigger: message.trigger, event: message.event },
+    { source: runnableOf(deps, source), component, invocationId: message.invocationId, trigger: message.trigger, event: message.event },
     error,
   );
   return { status: "done", ok: false, error, emitted: [], logs: [], ...(result.position !== undefined ? { position: result.position } : {}) };
 }
 
-const runnableOf = (deps: RunnerConsumerDeps, row: SourceRow) => ({
-  id: row.id,
-  creatorId: row.creator_id,
-  storedProps: JSON.parse(row.configured_props) as Record<string, unknown>,
-  endpointUrl: deps.endpointUrl(row.endpoint_id),
+const runnableOf = (deps: RunnerConsumerDeps, source: Source) => ({
+  id: source.id,
+  creatorId: source.creatorId,
+  storedProps: source.configuredProps,
+  endpointUrl: deps.endpointUrl(source.endpointId),
 });
 
 async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessage): Promise<InvocationReply> {
   await deps.projector.waitFor(message.minPosition);
-  const row = deps.sources.source(message.sourceId);
-  if (!row) return { status: "gone" };
+  const source = deps.sources.source(message.sourceId);
+  if (!source) return { status: "gone" };
   // A paused source takes no runs, except one asked for by hand.
-  if (row.active !== 1 && message.trigger !== "manual") {
-    const position = await deps.runner.logSkipped(message, { id: row.id, creatorId: row.creator_id });
-    return { status: "paused", position };
+  if (!source.active && message.trigger !== "manual") {
+    const position = await deps.runner.logSkipped(message, source);
+    return { status: "paused", ...(position !== undefined ? { position } : {}) };
   }
-  const component = deps.components.get(row.component_id);
+  const component = deps.components.get(source.componentId);
   if (!component) return { status: "gone" };
   const result = await deps.runner.run({
-    source: runnableOf(deps, row),
+    source: runnableOf(deps, source),
     component,
     invocationId: message.invocationId,
     trigger: message.trigger,

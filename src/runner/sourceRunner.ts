@@ -1,14 +1,14 @@
-import type { EventStore } from "../store/eventStore.js";
-import type { HttpResponse, InvocationMethod, InvocationOutcome, LogLine } from "../runtime/types.js";
-import type { ComponentRuntime } from "./componentRuntime.js";
-import type { LoadedComponent } from "./components.js";
-import { loadRuntimeState, recordRunOutcome, type Loaded } from "./runtimeState.js";
+import type { HttpResponse, InvocationMethod, InvocationOutcome } from "../runtime/types.js";
+import type { ComponentRuntime } from "../runtime/componentRuntime.js";
+import type { LoadedComponent } from "../components/componentCache.js";
+import type { EmitterStore, LoadedEmitter } from "../../commands/emitters/emitterStore.js";
+import type { RunLogStore } from "../../commands/runLogs/runLogStore.js";
+import { runLogged, skippedRunLogged, type RunTrigger } from "../../commands/runLogs/runLog.js";
+import type { Emit } from "../../commands/emitters/dedupe.js";
+import type { EventEmitted } from "../../commands/emitters/emitter.js";
 import { openProps } from "../sources/configuredProps.js";
 import type { Sealer } from "../secrets/sealer.js";
 import type { Clock } from "../ids.js";
-import type { Emit } from "./dedupe.js";
-import type { EventEmitted } from "../../commands/emitters/emitter.js";
-import { logsStream, type RunLogged, type RunTrigger } from "../../commands/emitters/runLog.js";
 
 /** The parts of a source a run needs (from the read model or from a deploy in progress). */
 export interface RunnableSource {
@@ -41,9 +41,6 @@ export interface Execution {
   readonly startedMs: number;
 }
 
-/** Log lines kept per run; the runtime already truncates floods and says so. */
-const MAX_LOG_LINES = 500;
-
 const methodOf = (trigger: RunTrigger): InvocationMethod =>
   trigger === "deploy" || trigger === "activate" || trigger === "deactivate" ? trigger : "run";
 
@@ -54,14 +51,15 @@ const methodOf = (trigger: RunTrigger): InvocationMethod =>
  */
 export class SourceRunner {
   constructor(
-    private readonly store: EventStore,
+    private readonly emitters: EmitterStore,
+    private readonly runLogs: RunLogStore,
     private readonly runtime: ComponentRuntime,
     private readonly sealer: Sealer,
     private readonly clock: Clock,
   ) {}
 
   async run(request: RunRequest): Promise<RunResult> {
-    const loaded = await loadRuntimeState(this.store, request.source.id);
+    const loaded = await this.emitters.load(request.source.id);
     if (loaded.state.recentInvocations.includes(request.invocationId)) {
       return { outcome: emptyOutcome(), duplicate: true, emitted: [], response: undefined, position: undefined };
     }
@@ -69,7 +67,7 @@ export class SourceRunner {
     return this.record(request, execution, loaded);
   }
 
-  /** Runs the code without recording anything (hooks are recorded only once all of them passed). */
+  /** Runs the code without recording anything (hooks are recorded only once the command was accepted). */
   async execute(request: RunRequest, db: Record<string, unknown>): Promise<Execution> {
     const { source, component, invocationId, trigger } = request;
     const http = component.meta.component.props.find((p) => p.type === "$.interface.http");
@@ -91,7 +89,7 @@ export class SourceRunner {
   }
 
   /** Appends what an execution did: its events and state together, and beside them its log. */
-  async record(request: RunRequest, { outcome, startedMs }: Execution, loaded?: Loaded): Promise<RunResult> {
+  async record(request: RunRequest, { outcome, startedMs }: Execution, loaded?: LoadedEmitter): Promise<RunResult> {
     const { source, component, invocationId, trigger } = request;
     const emits: Emit[] = outcome.emits.map((e) => ({ event: e.event, meta: e.meta }));
     // Errors thrown by a source are emitted on its $errors channel, with what triggered the run.
@@ -104,7 +102,7 @@ export class SourceRunner {
       },
       meta: { name: "$errors", summary: `${outcome.error.name}: ${outcome.error.message}`.slice(0, 200) },
     }];
-    const recorded = await recordRunOutcome(this.store, {
+    const recorded = await this.emitters.record({
       emitterId: source.id,
       invocationId,
       strategy: component.meta.component.dedupe,
@@ -116,7 +114,14 @@ export class SourceRunner {
       nowMs: this.clock.now(),
     }, {
       ...(loaded ? { loaded } : {}),
-      alongside: (decision) => this.log(request, startedMs, outcome, decision.warnings),
+      alongside: (decision) => {
+        const endedMs = this.clock.now();
+        const error = outcome.error ? { name: outcome.error.name, message: outcome.error.message, ...(outcome.error.stack ? { stack: outcome.error.stack } : {}) } : null;
+        return this.runLogs.append(runLogged({
+          sourceId: source.id, invocationId, trigger, userId: source.creatorId, startedMs, endedMs, wallMs: outcome.wallMs,
+          ok: outcome.ok, error, lines: outcome.logs, warnings: decision.warnings,
+        }));
+      },
     });
     if (recorded.decision.kind === "duplicate") {
       return { outcome, duplicate: true, emitted: [], response: undefined, position: undefined };
@@ -126,73 +131,19 @@ export class SourceRunner {
 
   /** Records an invocation that could not be processed as a failed run (its state left as it was). */
   async park(request: RunRequest, error: { name: string; code: string; message: string }): Promise<RunResult> {
-    const loaded = await loadRuntimeState(this.store, request.source.id);
+    const loaded = await this.emitters.load(request.source.id);
     const outcome: InvocationOutcome = {
       ok: false, error, emits: [], logs: [], db: loaded.state.db, dbChanged: false, cpuMs: 0, wallMs: 0, warm: false,
     };
     return this.record(request, { outcome, startedMs: this.clock.now() }, loaded);
   }
 
-  async logSkipped(request: Pick<RunRequest, "invocationId" | "trigger">, source: { id: string; creatorId: string }): Promise<number> {
-    const result = await this.store.append(logsStream(source.id), [skippedRunLog(request, source, "paused", this.clock.now())]);
-    return result.position;
+  /** Logs an invocation dropped without running (its source was paused meanwhile). */
+  async logSkipped(request: Pick<RunRequest, "invocationId" | "trigger">, source: { id: string; creatorId: string }): Promise<number | undefined> {
+    return this.runLogs.append(skippedRunLogged({
+      sourceId: source.id, userId: source.creatorId, invocationId: request.invocationId, trigger: request.trigger, nowMs: this.clock.now(),
+    }));
   }
-
-  async log(request: RunRequest, startedMs: number, outcome: InvocationOutcome, warnings: readonly string[]): Promise<number> {
-    const endedMs = this.clock.now();
-    const lines: LogLine[] = [
-      { ts: startedMs, level: "system", message: `${request.trigger} run ${request.invocationId} started` },
-      ...outcome.logs.slice(0, MAX_LOG_LINES),
-      ...(outcome.logs.length > MAX_LOG_LINES
-        ? [{ ts: endedMs, level: "system" as const, message: `${outcome.logs.length - MAX_LOG_LINES} more log lines were dropped` }]
-        : []),
-      ...warnings.map((message) => ({ ts: endedMs, level: "warn" as const, message })),
-      ...(outcome.error ? [{ ts: endedMs, level: "error" as const, message: `${outcome.error.name}: ${outcome.error.message}` }] : []),
-      {
-        ts: endedMs,
-        level: "system",
-        message: `${request.trigger} run ${request.invocationId} ended ${outcome.ok ? "ok" : "with an error"} in ${Math.round(outcome.wallMs)} ms`,
-      },
-    ];
-    const event: RunLogged = {
-      type: "RunLogged",
-      data: {
-        sourceId: request.source.id,
-        invocationId: request.invocationId,
-        trigger: request.trigger,
-        userId: request.source.creatorId,
-        startedMs,
-        endedMs,
-        // Compute time is run time (wall clock), as users are billed for it.
-        computeMs: Math.round(outcome.wallMs),
-        ok: outcome.ok,
-        error: outcome.error ? { name: outcome.error.name, message: outcome.error.message, ...(outcome.error.stack ? { stack: outcome.error.stack } : {}) } : null,
-        lines,
-      },
-    };
-    const result = await this.store.append(logsStream(request.source.id), [event]);
-    return result.position;
-  }
-}
-
-/** The log of an invocation that was dropped without running: the user sees why, the admission slot is freed. */
-export function skippedRunLog(request: Pick<RunRequest, "invocationId" | "trigger">, source: { id: string; creatorId: string }, reason: "paused", nowMs: number): RunLogged {
-  return {
-    type: "RunLogged",
-    data: {
-      sourceId: source.id,
-      invocationId: request.invocationId,
-      trigger: request.trigger,
-      userId: source.creatorId,
-      startedMs: nowMs,
-      endedMs: nowMs,
-      computeMs: 0,
-      ok: false,
-      error: { name: "SourcePaused", message: "the source was paused when this invocation's turn came; it was not run" },
-      lines: [{ ts: nowMs, level: "system", message: `${request.trigger} invocation ${request.invocationId} skipped: the source is paused` }],
-      skipped: reason,
-    },
-  };
 }
 
 function emptyOutcome(): InvocationOutcome {

@@ -1,25 +1,18 @@
-import type { EventStore } from "../store/eventStore.js";
-import { WrongExpectedRevisionError } from "../store/eventStore.js";
-import type { DomainEvent } from "../../commands/decider.js";
-import type { SourceRow, SourcesReadModel } from "../readModels/sources.js";
-import type { ComponentCache } from "../runner/components.js";
+import type { SourcesReadModel, Source } from "../readModels/sources.js";
+import type { ComponentCache } from "../components/componentCache.js";
 import type { InvocationQueue } from "../runner/invocations.js";
 import type { Projector } from "../projector/projector.js";
 import type { QuotaGuard } from "../sources/quota.js";
 import { timerIntervalSeconds, type TimerValue } from "../sources/configuredProps.js";
-import { recordRunOutcome } from "../runner/runtimeState.js";
+import type { EmitterStore } from "../../commands/emitters/emitterStore.js";
+import type { TimerStore } from "../../commands/timers/timerStore.js";
+import { timerInvocationId } from "../../commands/timers/timer.js";
 import type { Clock } from "../ids.js";
 import { tickSchedule, type TickSchedule } from "./ticks.js";
 
-/** Recorded in timer-<source id> (the newest one kept) once a tick's invocation is queued. */
-export type TimerFired = DomainEvent<"TimerFired", { sourceId: string; tick: number; catchUp: boolean }>;
-export const timerStream = (sourceId: string) => `timer-${sourceId}`;
-
-/** Deterministic per tick: two schedulers firing one tick make one invocation, which runs once. */
-export const timerInvocationId = (sourceId: string, tick: number) => `inv_${sourceId}_${tick}`;
-
 export interface SchedulerDeps {
-  readonly store: EventStore;
+  readonly timers: TimerStore;
+  readonly emitters: EmitterStore;
   readonly sources: SourcesReadModel;
   readonly components: ComponentCache;
   readonly invocations: InvocationQueue;
@@ -35,7 +28,6 @@ interface Entry {
   readonly propName: string;
   /** Scheduled time (ms) of the last fired tick, or the time counting starts from. */
   last: number;
-  revision: number | undefined;
   next: number;
   key: string;
 }
@@ -93,32 +85,28 @@ export class TimerScheduler {
   async #refresh(): Promise<void> {
     this.#dirty = false;
     const seen = new Set<string>();
-    for (const row of this.deps.sources.activeSources()) {
-      const timer = this.#timerOf(row);
+    for (const source of this.deps.sources.active()) {
+      const timer = this.#timerOf(source);
       if (!timer) continue;
-      seen.add(row.id);
+      seen.add(source.id);
       const key = JSON.stringify(timer.value);
-      const existing = this.#entries.get(row.id);
+      const existing = this.#entries.get(source.id);
       if (existing && existing.key === key) continue;
-      const recorded = await this.deps.store.readStream(timerStream(row.id), { direction: "backwards", maxCount: 1 });
-      const lastFired = recorded[0] as unknown as { data: TimerFired["data"]; revision: number } | undefined;
+      const lastFired = await this.deps.timers.last(source.id);
       // Counting starts at the last fired tick or when the source was last changed (deployed, resumed,
       // its timer edited), whichever is later: a paused source does not catch up on its pause.
-      const last = Math.max(row.updated_at * 1000, lastFired?.data.tick ?? 0);
+      const last = Math.max(source.updatedAt * 1000, lastFired.tick ?? 0);
       const schedule = tickSchedule(timer.value);
-      this.#entries.set(row.id, {
-        sourceId: row.id, timer: timer.value, schedule, propName: timer.name, last, revision: lastFired?.revision, key,
-        next: schedule.next(last),
-      });
+      this.#entries.set(source.id, { sourceId: source.id, timer: timer.value, schedule, propName: timer.name, last, key, next: schedule.next(last) });
     }
     for (const id of [...this.#entries.keys()]) if (!seen.has(id)) this.#entries.delete(id);
   }
 
-  #timerOf(row: SourceRow): { name: string; value: TimerValue } | undefined {
-    const component = this.deps.components.get(row.component_id);
+  #timerOf(source: Source): { name: string; value: TimerValue } | undefined {
+    const component = this.deps.components.get(source.componentId);
     const prop = component?.meta.component.props.find((p) => p.type === "$.interface.timer");
     if (!prop) return undefined;
-    const value = (JSON.parse(row.configured_props) as Record<string, unknown>)[prop.name] as TimerValue | undefined;
+    const value = source.configuredProps[prop.name] as TimerValue | undefined;
     return value ? { name: prop.name, value } : undefined;
   }
 
@@ -135,29 +123,26 @@ export class TimerScheduler {
   }
 
   async #fire(entry: Entry, tick: number, onTime: boolean): Promise<void> {
-    const row = this.deps.sources.source(entry.sourceId);
-    if (!row || row.active !== 1) return;
+    const source = this.deps.sources.source(entry.sourceId);
+    if (!source || !source.active) return;
     // Another scheduler may have recorded this tick (or a later one) already: then it is not queued again.
-    const [recorded] = await this.deps.store.readStream(timerStream(entry.sourceId), { direction: "backwards", maxCount: 1 });
-    const recordedTick = (recorded?.data as TimerFired["data"] | undefined)?.tick;
-    if (recorded && recordedTick !== undefined && recordedTick >= tick) {
-      entry.revision = recorded.revision;
-      entry.last = recordedTick;
-      entry.next = entry.schedule.next(recordedTick);
+    const recorded = await this.deps.timers.last(entry.sourceId);
+    if (recorded.tick !== undefined && recorded.tick >= tick) {
+      entry.last = recorded.tick;
+      entry.next = entry.schedule.next(recorded.tick);
       return;
     }
-    if (recorded) entry.revision = recorded.revision;
     const invocationId = timerInvocationId(entry.sourceId, tick);
-    const refused = this.deps.quota.exceeded(row.creator_id);
+    const refused = this.deps.quota.exceeded(source.creatorId);
     if (refused) {
       // The tick is skipped, and the source's $errors channel says why.
-      await recordRunOutcome(this.deps.store, {
-        emitterId: row.id, invocationId, strategy: undefined, emits: [],
+      await this.deps.emitters.record({
+        emitterId: source.id, invocationId, strategy: undefined, emits: [],
         unconditional: [{
           event: { error: { name: "QuotaExceeded", message: `timer tick skipped: ${refused}` }, original_event: { timestamp: Math.floor(tick / 1000) } },
           meta: { name: "$errors", summary: "timer tick skipped: quota exceeded" },
         }],
-        db: {}, dbChanged: false, startedMs: tick, nowMs: this.deps.clock.now(),
+        db: (await this.deps.emitters.load(source.id)).state.db, dbChanged: false, startedMs: tick, nowMs: this.deps.clock.now(),
       }).catch(() => undefined);
     } else {
       await this.deps.invocations.submit({
@@ -169,21 +154,9 @@ export class TimerScheduler {
         enqueuedMs: this.deps.clock.now(),
       });
     }
-    const fired: TimerFired = { type: "TimerFired", data: { sourceId: entry.sourceId, tick, catchUp: !onTime } };
-    try {
-      const result = await this.deps.store.append(timerStream(entry.sourceId), [fired], {
-        expectedRevision: entry.revision ?? "no_stream",
-      });
-      entry.revision = result.nextExpectedRevision;
-      if (result.nextExpectedRevision > 0) await this.deps.store.truncateBefore(timerStream(entry.sourceId), result.nextExpectedRevision);
-    } catch (error) {
-      if (!(error instanceof WrongExpectedRevisionError)) throw error;
-      // Another scheduler recorded a tick first: take its view.
-      const [latest] = await this.deps.store.readStream(timerStream(entry.sourceId), { direction: "backwards", maxCount: 1 });
-      entry.revision = latest?.revision;
-      tick = Math.max(tick, (latest?.data as TimerFired["data"] | undefined)?.tick ?? tick);
-    }
-    entry.last = tick;
-    entry.next = entry.schedule.next(tick);
+    // Another scheduler may record a newer tick first: take its view.
+    const newest = await this.deps.timers.record({ sourceId: entry.sourceId, tick, catchUp: !onTime });
+    entry.last = newest;
+    entry.next = entry.schedule.next(newest);
   }
 }

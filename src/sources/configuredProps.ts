@@ -1,6 +1,6 @@
 import { Cron } from "croner";
 import type { NormalizedProp, PropOption } from "../runtime/types.js";
-import type { ErrorDetail } from "../api/errors.js";
+import type { ProblemDetail as ErrorDetail } from "../../commands/decider.js";
 import { isSealed, type Sealer } from "../secrets/sealer.js";
 
 /** The seed's limit on one configured prop value (its JSON text). */

@@ -1,33 +1,29 @@
+// Deploy, update and delete a source, with the hooks the seed's state table runs around each. The
+// rules are the source decider's (commands/sources); this runs the hooks first (their results go
+// into the command), claims and releases the name_slug, and records the hooks' runs once the
+// command was accepted, so a refused command leaves nothing behind.
 import { customAlphabet } from "nanoid";
 import type { EventStore } from "../store/eventStore.js";
-import { handleCommand } from "../../commands/handler.js";
-import { CommandRejected } from "../../commands/decider.js";
-import { source as sourceEvolver, sourceStream } from "../../commands/sources/source.js";
-import { deploySource } from "../../commands/sources/deploy.js";
-import { updateSource } from "../../commands/sources/update.js";
-import { deleteSource } from "../../commands/sources/delete.js";
-import { nameStream, uniqueName } from "../../commands/names/name.js";
-import { claimName } from "../../commands/names/claim.js";
-import { releaseName } from "../../commands/names/release.js";
-import { emitterStream, sourceDbStream } from "../../commands/emitters/emitter.js";
-import { logsStream, type RunTrigger } from "../../commands/emitters/runLog.js";
-import { timerStream } from "../scheduler/timers.js";
-import type { SourceRow, SourcesReadModel } from "../readModels/sources.js";
-import type { ComponentCache, LoadedComponent } from "../runner/components.js";
+import { CommandHandler, latestPosition, type HandleOptions, type HandlerOf } from "../../commands/handler.js";
+import { hooksAround, source as sourceDecider, type Hook, type HookResults, type SourceCommand } from "../../commands/sources/source.js";
+import { Names } from "../../commands/names/claims.js";
+import { sourceDataStreams, streams } from "../../commands/streams.js";
+import { DomainError } from "../../commands/decider.js";
+import type { EmitterStore } from "../../commands/emitters/emitterStore.js";
+import type { Source, SourcesReadModel } from "../readModels/sources.js";
+import type { LoadedComponent } from "../components/componentCache.js";
 import type { Execution, RunnableSource, SourceRunner } from "../runner/sourceRunner.js";
-import { loadRuntimeState } from "../runner/runtimeState.js";
 import { checkConfiguredProps, type PropRules } from "./configuredProps.js";
 import type { Sealer } from "../secrets/sealer.js";
 import { slugify } from "../slug.js";
 import { newId, type Clock } from "../ids.js";
-import { ApiError } from "../api/errors.js";
 
 const endpointToken = customAlphabet("0123456789abcdefghijklmnopqrstuvwxyz", 24);
 
 export interface LifecycleDeps {
   readonly store: EventStore;
+  readonly emitters: EmitterStore;
   readonly sources: SourcesReadModel;
-  readonly components: ComponentCache;
   readonly runner: SourceRunner;
   readonly sealer: Sealer;
   readonly clock: Clock;
@@ -40,17 +36,22 @@ export interface Changed {
   readonly position: number | undefined;
 }
 
-const seconds = (clock: Clock) => Math.floor(clock.now() / 1000);
-
-class HookFailed extends ApiError {
-  constructor(hook: string, message: string) {
-    super(400, "hook_failed", `the ${hook} hook failed: ${message}`);
-  }
+interface HookRun {
+  readonly hook: Hook;
+  readonly invocationId: string;
+  readonly execution: Execution;
 }
 
-/** Deploy, update and delete, with the hooks the seed's state table runs around each. */
+const seconds = (clock: Clock) => Math.floor(clock.now() / 1000);
+
 export class SourceLifecycle {
-  constructor(private readonly deps: LifecycleDeps) {}
+  readonly #sources: HandlerOf<typeof sourceDecider>;
+  readonly #names: Names;
+
+  constructor(private readonly deps: LifecycleDeps) {
+    this.#sources = new CommandHandler(deps.store, sourceDecider, streams.source);
+    this.#names = new Names(deps.store);
+  }
 
   async deploy(input: {
     ownerId: string;
@@ -61,149 +62,160 @@ export class SourceLifecycle {
     metadata: Record<string, unknown>;
   }): Promise<Changed> {
     const { component } = input;
-    if (component.meta.component.type !== "source") {
-      throw new ApiError(400, "invalid_request", "only sources can be deployed; this component is an action");
-    }
-    const stored = this.#checkProps(component, input.configuredProps);
+    const options = { metadata: input.metadata };
     const id = newId("dc");
     const endpointId = endpointToken();
-    const runnable: RunnableSource = { id, creatorId: input.creatorId, storedProps: stored, endpointUrl: this.deps.endpointUrl(endpointId) };
-    // Hooks first, recorded only once every one passed: a failing hook leaves nothing behind.
-    const executions = await this.#hooks(runnable, component, ["deploy", "activate"], {}, false);
     // The seed: name "defaults to the component's name slug".
     const name = input.name ?? (slugify(component.meta.component.name) || "source");
-    const nameSlug = await this.#claimSlug(input.ownerId, slugify(name) || "source", id, input.metadata);
-    const deployed = await handleCommand(this.deps.store, sourceStream(id), sourceEvolver, deploySource, {
-      id, ownerId: input.ownerId, creatorId: input.creatorId, componentId: component.id, name, nameSlug, endpointId,
-      configuredProps: stored, active: true, at: seconds(this.deps.clock),
-    }, { metadata: input.metadata });
-    const recorded = await this.#record(runnable, component, executions);
-    return { sourceId: id, position: Math.max(deployed.position ?? 0, recorded) };
+    const command = (nameSlug: string, hooks: HookResults, configuredProps: Record<string, unknown>): SourceCommand => ({
+      type: "DeploySource",
+      data: {
+        id, ownerId: input.ownerId, creatorId: input.creatorId, componentId: component.id, name, nameSlug, endpointId,
+        configuredProps, active: true, at: seconds(this.deps.clock), componentType: component.meta.component.type, hooks,
+      },
+    });
+    // The decider's rules come first (an action is refused before its props are judged), then the props, before any user code runs.
+    sourceDecider.decide(command("-", { failed: [], force: false }, {}), sourceDecider.initialState());
+    const stored = this.#checkProps(component, input.configuredProps);
+    const runnable: RunnableSource = { id, creatorId: input.creatorId, storedProps: stored, endpointUrl: this.deps.endpointUrl(endpointId) };
+    const ran = await this.#hooks(runnable, component, hooksAround.deploy(component.meta.component.hooks), {});
+    sourceDecider.decide(command("-", results(ran, false), stored), sourceDecider.initialState());
+    const { name: nameSlug, appended: claim } = await this.#claimSlug(input.ownerId, name, id, options);
+    let deployed;
+    try {
+      deployed = await this.#sources.handle(id, command(nameSlug, results(ran, false), stored), options);
+    } catch (error) {
+      await this.#releaseSlug(input.ownerId, nameSlug, id, options);
+      throw error;
+    }
+    const recorded = await this.#record(runnable, component, ran);
+    return { sourceId: id, position: latestPosition(claim.position, deployed.position, recorded) };
   }
 
   async update(input: {
-    row: SourceRow;
+    source: Source;
     component: LoadedComponent;
+    previousComponent: LoadedComponent;
     name?: string;
     configuredProps?: Record<string, unknown>;
     active: boolean;
     force: boolean;
     metadata: Record<string, unknown>;
   }): Promise<Changed> {
-    const { row, component } = input;
-    if (component.meta.component.type !== "source") {
-      throw new ApiError(400, "invalid_request", "only sources can be deployed; this component is an action");
-    }
-    const previous = JSON.parse(row.configured_props) as Record<string, unknown>;
-    const stored = this.#checkProps(component, input.configuredProps ?? previous, previous);
-    const oldComponent = this.deps.components.get(row.component_id)!;
-    const oldRunnable = this.#runnable(row, previous);
+    const { source, component, previousComponent } = input;
+    const options = { metadata: input.metadata };
+    const previous = source.configuredProps;
+    const name = input.name ?? source.name;
+    const renamed = input.name !== undefined && slugify(input.name) !== source.nameSlug.replace(/-\d+$/, "");
+    let stored: Record<string, unknown> = previous;
+    const command = (nameSlug: string, hooks: HookResults): SourceCommand => ({
+      type: "UpdateSource",
+      data: {
+        id: source.id, componentId: component.id, name, nameSlug, configuredProps: stored, active: input.active,
+        at: seconds(this.deps.clock), componentType: component.meta.component.type, hooks,
+      },
+    });
+    const current = await this.#sources.load(source.id);
+    sourceDecider.decide(command(source.nameSlug, { failed: [], force: false }), current.state);
+    stored = this.#checkProps(component, input.configuredProps ?? previous, previous);
+    const oldRunnable = this.#runnable(source, previous);
     const newRunnable: RunnableSource = { ...oldRunnable, storedProps: stored };
-    const state = await loadRuntimeState(this.deps.store, row.id);
-    const deactivated = row.active === 1 ? await this.#hooks(oldRunnable, oldComponent, ["deactivate"], state.state.db, input.force) : [];
-    const db = deactivated.at(-1)?.execution.outcome.db ?? state.state.db;
-    const activated = input.active ? await this.#hooks(newRunnable, component, ["activate"], db, input.force) : [];
 
-    let nameSlug = row.name_slug;
-    const name = input.name ?? row.name;
-    if (input.name !== undefined && slugify(input.name) !== row.name_slug.replace(/-\d+$/, "")) {
-      nameSlug = await this.#claimSlug(row.owner_id, slugify(input.name) || "source", row.id, input.metadata);
-      await this.#releaseSlug(row.owner_id, row.name_slug, row.id, input.metadata);
+    const around = hooksAround.update(component.meta.component.hooks, source.active, input.active);
+    const before = hooksAround.update(previousComponent.meta.component.hooks, source.active, input.active).before;
+    const { state } = await this.deps.emitters.load(source.id);
+    const deactivated = await this.#hooks(oldRunnable, previousComponent, before, state.db);
+    // A failed deactivate refuses the update (unless forced) before the new code's activate runs.
+    sourceDecider.decide(command(source.nameSlug, results(deactivated, input.force)), current.state);
+    const db = deactivated.at(-1)?.execution.outcome.db ?? state.db;
+    const activated = await this.#hooks(newRunnable, component, around.after, db);
+    const hooks = results([...deactivated, ...activated], input.force);
+    sourceDecider.decide(command(source.nameSlug, hooks), current.state);
+
+    let nameSlug = source.nameSlug;
+    let claimPosition: number | undefined;
+    if (renamed) {
+      const claimed = await this.#claimSlug(source.ownerId, name, source.id, options);
+      nameSlug = claimed.name;
+      claimPosition = claimed.appended.position;
     }
-    const updated = await handleCommand(this.deps.store, sourceStream(row.id), sourceEvolver, updateSource, {
-      id: row.id, componentId: component.id, name, nameSlug, configuredProps: stored, active: input.active, at: seconds(this.deps.clock),
-    }, { metadata: input.metadata });
-    const first = await this.#record(oldRunnable, oldComponent, deactivated);
+    const updated = await this.#sources.handle(source.id, command(nameSlug, hooks), options);
+    if (renamed) await this.#releaseSlug(source.ownerId, source.nameSlug, source.id, options);
+    const first = await this.#record(oldRunnable, previousComponent, deactivated);
     const second = await this.#record(newRunnable, component, activated);
-    return { sourceId: row.id, position: Math.max(updated.position ?? 0, first, second) };
+    return { sourceId: source.id, position: latestPosition(claimPosition, updated.position, first, second) };
   }
 
-  async delete(input: { row: SourceRow; force: boolean; metadata: Record<string, unknown> }): Promise<Changed> {
-    const { row } = input;
-    const component = this.deps.components.get(row.component_id)!;
-    const runnable = this.#runnable(row, JSON.parse(row.configured_props) as Record<string, unknown>);
-    if (row.active === 1) {
-      const state = await loadRuntimeState(this.deps.store, row.id);
-      const executions = await this.#hooks(runnable, component, ["deactivate"], state.state.db, input.force);
-      // Its log goes with the source: only a failure the operator forced past is worth keeping, and it is in the answer.
-      void executions;
-    }
-    const deleted = await handleCommand(this.deps.store, sourceStream(row.id), sourceEvolver, deleteSource,
-      { id: row.id, at: seconds(this.deps.clock) }, { metadata: input.metadata });
-    await this.#releaseSlug(row.owner_id, row.name_slug, row.id, input.metadata);
-    // Its events, state and logs go with it.
-    for (const stream of [emitterStream(row.id), sourceDbStream(row.id), logsStream(row.id), timerStream(row.id)]) {
+  async delete(input: { source: Source; component: LoadedComponent; force: boolean; metadata: Record<string, unknown> }): Promise<Changed> {
+    const { source, component } = input;
+    const options = { metadata: input.metadata };
+    const runnable = this.#runnable(source, source.configuredProps);
+    const { state } = await this.deps.emitters.load(source.id);
+    // Its log goes with the source: a failure the operator forced past is in the answer, not kept.
+    const ran = await this.#hooks(runnable, component, hooksAround.delete(component.meta.component.hooks, source.active), state.db);
+    const deleted = await this.#sources.handle(source.id, {
+      type: "DeleteSource", data: { id: source.id, at: seconds(this.deps.clock), hooks: results(ran, input.force) },
+    }, options);
+    await this.#releaseSlug(source.ownerId, source.nameSlug, source.id, options);
+    // Its events, state, logs and timer go with it; its command stream stays for audit.
+    for (const stream of sourceDataStreams(source.id)) {
       const revision = await this.deps.store.streamRevision(stream);
       if (revision !== undefined) await this.deps.store.truncateBefore(stream, revision + 1);
     }
-    return { sourceId: row.id, position: deleted.position };
+    return { sourceId: source.id, position: deleted.position };
   }
 
-  #runnable(row: SourceRow, storedProps: Record<string, unknown>): RunnableSource {
-    return { id: row.id, creatorId: row.creator_id, storedProps, endpointUrl: this.deps.endpointUrl(row.endpoint_id) };
+  #runnable(source: Source, storedProps: Record<string, unknown>): RunnableSource {
+    return { id: source.id, creatorId: source.creatorId, storedProps, endpointUrl: this.deps.endpointUrl(source.endpointId) };
   }
 
   #checkProps(component: LoadedComponent, given: Record<string, unknown>, previous?: Record<string, unknown>): Record<string, unknown> {
     const { stored, problems } = checkConfiguredProps(component.meta.component.props, given, this.deps.sealer, this.deps.rules, previous);
-    if (problems.length > 0) {
-      throw new ApiError(400, "invalid_request", `${problems[0]!.path} ${problems[0]!.message}`, problems);
-    }
+    if (problems.length > 0) throw new DomainError("invalid_request", `${problems[0]!.path} ${problems[0]!.message}`, problems);
     return stored;
   }
 
-  /** Runs the hooks the component defines, in order, each seeing the db the previous one left. */
-  async #hooks(
-    source: RunnableSource,
-    component: LoadedComponent,
-    hooks: readonly ("deploy" | "activate" | "deactivate")[],
-    db: Record<string, unknown>,
-    force: boolean,
-  ): Promise<{ trigger: RunTrigger; invocationId: string; execution: Execution }[]> {
-    const done: { trigger: RunTrigger; invocationId: string; execution: Execution }[] = [];
+  /** Runs the given hooks in order, each seeing the db the previous one left; stops at the first failure. */
+  async #hooks(source: RunnableSource, component: LoadedComponent, hooks: readonly Hook[], db: Record<string, unknown>): Promise<HookRun[]> {
+    const done: HookRun[] = [];
     for (const hook of hooks) {
-      if (!component.meta.component.hooks.includes(hook)) continue;
       const invocationId = newId("inv");
       const execution = await this.deps.runner.execute({ source, component, invocationId, trigger: hook }, db);
-      const { outcome } = execution;
-      if (!outcome.ok && !force) throw new HookFailed(hook, outcome.error?.message ?? "unknown error");
-      done.push({ trigger: hook, invocationId, execution });
-      db = outcome.db;
+      done.push({ hook, invocationId, execution });
+      if (!execution.outcome.ok) break;
+      db = execution.outcome.db;
     }
     return done;
   }
 
-  async #record(
-    source: RunnableSource,
-    component: LoadedComponent,
-    executions: readonly { trigger: RunTrigger; invocationId: string; execution: Execution }[],
-  ): Promise<number> {
-    let position = 0;
-    for (const { trigger, invocationId, execution } of executions) {
-      const result = await this.deps.runner.record({ source, component, invocationId, trigger }, execution);
-      position = Math.max(position, result.position ?? 0);
+  async #record(source: RunnableSource, component: LoadedComponent, ran: readonly HookRun[]): Promise<number | undefined> {
+    let position: number | undefined;
+    for (const { hook, invocationId, execution } of ran) {
+      const result = await this.deps.runner.record({ source, component, invocationId, trigger: hook }, execution);
+      position = latestPosition(position, result.position);
     }
     return position;
   }
 
   /** name_slug is unique per owner: my-source, then my-source-1, my-source-2, … */
-  async #claimSlug(ownerId: string, base: string, sourceId: string, metadata: Record<string, unknown>): Promise<string> {
-    for (let n = 0; n < 1000; n++) {
-      const slug = n === 0 ? base : `${base}-${n}`;
-      if (this.deps.sources.slugTaken(ownerId, slug)) continue;
-      try {
-        await handleCommand(this.deps.store, nameStream("source", `${ownerId}/${slug}`), uniqueName, claimName,
-          { scope: "source", name: `${ownerId}/${slug}`, holder: sourceId, at: seconds(this.deps.clock) }, { metadata });
-        return slug;
-      } catch (error) {
-        if (error instanceof CommandRejected && error.code === "name_taken") continue;
-        throw error;
-      }
-    }
-    throw new ApiError(409, "name_taken", `too many sources named like "${base}"`);
+  async #claimSlug(ownerId: string, name: string, sourceId: string, options: HandleOptions) {
+    const base = slugify(name) || "source";
+    return this.#names.claimFirstFree(
+      { scope: "source", base: `${ownerId}/${base}`, holder: sourceId, at: seconds(this.deps.clock) },
+      (candidate) => this.deps.sources.slugTaken(ownerId, candidate.slice(ownerId.length + 1)),
+      options,
+    ).then(({ name: claimed, appended }) => ({ name: claimed.slice(ownerId.length + 1), appended }));
   }
 
-  async #releaseSlug(ownerId: string, slug: string, sourceId: string, metadata: Record<string, unknown>): Promise<void> {
-    await handleCommand(this.deps.store, nameStream("source", `${ownerId}/${slug}`), uniqueName, releaseName,
-      { scope: "source", name: `${ownerId}/${slug}`, holder: sourceId, at: seconds(this.deps.clock) }, { metadata });
+  async #releaseSlug(ownerId: string, slug: string, sourceId: string, options: HandleOptions): Promise<void> {
+    await this.#names.release({ scope: "source", name: `${ownerId}/${slug}`, holder: sourceId, at: seconds(this.deps.clock) }, options);
   }
+}
+
+/** What the hooks that ran tell the decider: the failures, and whether the caller forces past them. */
+function results(ran: readonly HookRun[], force: boolean): HookResults {
+  return {
+    failed: ran.filter((r) => !r.execution.outcome.ok).map((r) => ({ hook: r.hook, message: r.execution.outcome.error?.message ?? "unknown error" })),
+    force,
+  };
 }

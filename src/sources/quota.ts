@@ -1,7 +1,7 @@
 import type { AccountsReadModel } from "../readModels/accounts.js";
 import type { UsageReadModel } from "../readModels/usage.js";
 import type { Clock } from "../ids.js";
-import { ApiError } from "../api/errors.js";
+import { DomainError } from "../../commands/decider.js";
 
 /** The free plan's daily allowances (UTC days). */
 export interface QuotaLimits {
@@ -34,13 +34,13 @@ export class QuotaGuard {
     return undefined;
   }
 
-  /** Throws the 429 an endpoint answers when the quota is used up. */
+  /** Throws quota_exceeded (with when to try again: 00:00 UTC) when the quota is used up. */
   check(userId: string, inFlight = 0): void {
     const reason = this.exceeded(userId, inFlight);
     if (reason) {
       const now = this.clock.now();
       const retryAfter = Math.ceil((86_400_000 - (now % 86_400_000)) / 1000);
-      throw new ApiError(429, "quota_exceeded", reason, undefined, { "Retry-After": String(retryAfter) });
+      throw new DomainError("quota_exceeded", reason, undefined, retryAfter);
     }
   }
 }

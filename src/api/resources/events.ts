@@ -1,174 +1,186 @@
-import type { Route } from "../route.js";
-import type { Services } from "../services.js";
-import { ApiError, invalid } from "../errors.js";
-import { pageBody, pageInfoSchema } from "../pagination.js";
+import { Type } from "@sinclair/typebox";
+import { route, type Route } from "../route.js";
+import type { ApiDeps } from "../deps.js";
+import { Data, Paged, pageBody } from "../pagination.js";
 import { visibleSource } from "./sources.js";
-import { emitterStream } from "../../../commands/emitters/emitter.js";
-import { parseEventId } from "../../runner/eventIds.js";
-import type { EmittedEventRow, RunLogRow } from "../../readModels/sources.js";
+import type { EmittedEvent } from "../../readModels/emittedEvents.js";
+import type { RunLog as RunLogView } from "../../readModels/runLogs.js";
 import { newId } from "../../ids.js";
-import { submitted } from "../endpoints.js";
+import { notFound } from "../../../commands/decider.js";
 
 /** Event data over this many bytes of JSON is shortened in listings unless expand=event. */
 export const EVENT_PREVIEW_BYTES = 1024;
 
-export const eventSummarySchema = {
-  type: "object",
-  properties: {
-    id: { type: "string", description: "<epoch ms>-<sequence>, ordered by time" },
-    indexed_at_ms: { type: "integer" },
-    event: { description: "the emitted data; over 1 KB and without expand=event: {$truncated, bytes, preview}" },
-    metadata: {
-      type: "object",
-      properties: {
-        emit_id: { type: ["string", "null"] },
-        name: { type: "string", description: "channel; empty for the default channel" },
-        emitter_id: { type: "string" },
-        summary: { type: ["string", "null"] },
-      },
-    },
-  },
-};
+export const EventSummary = Type.Object({
+  id: Type.String({ description: "<epoch ms>-<sequence>, ordered by time" }),
+  indexed_at_ms: Type.Integer(),
+  event: Type.Unknown({ description: "the emitted data; over 1 KB and without expand=event: {$truncated, bytes, preview}" }),
+  metadata: Type.Object({
+    emit_id: Type.Union([Type.String(), Type.Null()]),
+    name: Type.String({ description: "channel; empty for the default channel" }),
+    emitter_id: Type.String(),
+    summary: Type.Union([Type.String(), Type.Null()]),
+  }),
+}, { $id: "EventSummary" });
 
-export function eventSummary(row: EmittedEventRow, expand: boolean) {
-  let event: unknown = JSON.parse(row.event);
-  const bytes = Buffer.byteLength(row.event, "utf8");
-  if (!expand && bytes > EVENT_PREVIEW_BYTES) {
+export const LogLine = Type.Object({ ts: Type.Integer(), level: Type.String(), message: Type.String() }, { $id: "LogLine" });
+
+export const RunLog = Type.Object({
+  id: Type.String({ description: "the invocation id" }),
+  trigger: Type.String({ description: "http, timer, manual, deploy, activate or deactivate" }),
+  started_at_ms: Type.Integer(),
+  ended_at_ms: Type.Integer(),
+  compute_ms: Type.Integer(),
+  ok: Type.Boolean(),
+  error: Type.Union([Type.Object({ name: Type.String(), message: Type.String(), stack: Type.Optional(Type.String()) }), Type.Null()]),
+  lines: Type.Array(LogLine),
+}, { $id: "RunLog" });
+
+export const RunOutcome = Type.Object({
+  invocation_id: Type.String(),
+  ok: Type.Union([Type.Boolean(), Type.Null()]),
+  error: Type.Union([Type.Object({ name: Type.String(), message: Type.String(), code: Type.Optional(Type.String()) }), Type.Null()]),
+  emitted: Type.Array(Type.Object({ id: Type.String(), channel: Type.String() })),
+  logs: Type.Array(LogLine),
+  response: Type.Union([Type.Object({ status: Type.Integer(), headers: Type.Record(Type.String(), Type.Unknown()), body: Type.Unknown() }), Type.Null()]),
+}, { $id: "RunOutcome" });
+
+export function eventSummary(event: EmittedEvent, expand: boolean) {
+  let data = event.event;
+  if (!expand && event.eventBytes > EVENT_PREVIEW_BYTES) {
     // A documented, valid-JSON shortening: the first 1 KB of the event's JSON text, and its full size.
-    event = { $truncated: true, bytes, preview: Buffer.from(row.event, "utf8").subarray(0, EVENT_PREVIEW_BYTES).toString("utf8") };
+    const text = JSON.stringify(event.event);
+    data = { $truncated: true, bytes: event.eventBytes, preview: Buffer.from(text, "utf8").subarray(0, EVENT_PREVIEW_BYTES).toString("utf8") };
   }
   return {
-    id: row.id,
-    indexed_at_ms: row.indexed_at_ms,
-    event,
-    metadata: { emit_id: row.emit_id, name: row.channel, emitter_id: row.emitter_id, summary: row.summary },
+    id: event.id,
+    indexed_at_ms: event.indexedAtMs,
+    event: data,
+    metadata: { emit_id: event.emitId, name: event.channel, emitter_id: event.emitterId, summary: event.summary },
   };
 }
 
-export function logView(row: RunLogRow) {
+export function logView(log: RunLogView) {
   return {
-    id: row.invocation_id,
-    trigger: row.trigger,
-    started_at_ms: row.started_ms,
-    ended_at_ms: row.ended_ms,
-    compute_ms: row.compute_ms,
-    ok: row.ok === 1,
-    error: row.error ? JSON.parse(row.error) : null,
-    lines: JSON.parse(row.lines),
+    id: log.invocationId,
+    trigger: log.trigger,
+    started_at_ms: log.startedMs,
+    ended_at_ms: log.endedMs,
+    compute_ms: log.computeMs,
+    ok: log.ok,
+    error: log.error,
+    lines: log.lines,
   };
 }
 
 /** A run log as an item of the $logs channel (event_summaries?event_name=$logs and its SSE stream). */
-export function logSummary(log: RunLogRow) {
+export function logSummary(log: RunLogView) {
   return {
-    id: log.invocation_id,
-    indexed_at_ms: log.ended_ms,
+    id: log.invocationId,
+    indexed_at_ms: log.endedMs,
     event: logView(log),
-    metadata: { emit_id: null, name: "$logs", emitter_id: log.source_id, summary: `${log.trigger} run ${log.ok === 1 ? "ok" : "failed"}` },
+    metadata: { emit_id: null, name: "$logs", emitter_id: log.sourceId, summary: `${log.trigger} run ${log.ok ? "ok" : "failed"}` },
   };
 }
 
-const eventIdSchema = { type: "string", pattern: "^[0-9]{1,16}-[0-9]{1,9}$" };
+const EVENT_ID = Type.String({ pattern: "^[0-9]{1,16}-[0-9]{1,9}$" });
+const SOURCE_ID = Type.String({ maxLength: 100, description: "dc_ id" });
 
-export function eventRoutes(services: Services): Route[] {
+export function eventRoutes(
+  deps: Pick<ApiDeps, "access" | "sources" | "events" | "runLogs" | "emitters" | "admission" | "invocations" | "projector" | "clock" | "settings">,
+): Route[] {
   return [
-    {
+    route({
       method: "GET",
       path: "/sources/{id}/event_summaries",
       operationId: "listSourceEvents",
       summary: "The source's most recent events (at most the last 100 are kept), newest first",
       tag: "events",
-      params: { id: { type: "string", maxLength: 100 } },
+      params: { id: SOURCE_ID },
       paginated: true,
       query: {
-        n: { type: "integer", minimum: 1, maximum: 100, description: "alias of limit" },
-        expand: { type: "string", enum: ["event"], description: "event: full event data" },
-        event_name: { type: "string", maxLength: 200, description: "one channel only: empty for the default channel, $errors, $logs, or a name" },
+        n: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "alias of limit" })),
+        expand: Type.Optional(Type.Literal("event", { description: "event: full event data" })),
+        event_name: Type.Optional(Type.String({ maxLength: 200, description: "one channel only: empty for the default channel, $errors, $logs, or a name" })),
       },
-      fields: ["id", "indexed_at_ms", "event", "metadata"],
-      response: {
-        description: "a page of event summaries",
-        schema: { type: "object", properties: { page_info: pageInfoSchema, data: { type: "array", items: eventSummarySchema } } },
-      },
+      fields: Object.keys(EventSummary.properties),
+      errors: ["not_found"],
+      response: { description: "a page of event summaries", schema: Paged(EventSummary) },
       handle({ caller, params, query, page }) {
-        const row = visibleSource(services, caller, params.id as string);
-        const request = { ...page, limit: (query.n as number | undefined) ?? page.limit };
-        const channel = query.event_name as string | undefined;
-        if (channel === "$logs") {
-          const logs = services.sources.logs(row.id, request);
-          return { body: pageBody(logs, logSummary) };
-        }
-        const events = services.sources.events(row.id, request, channel);
+        const source = visibleSource(deps, caller, params.id);
+        const request = { ...page, limit: query.n ?? page.limit };
+        if (query.event_name === "$logs") return { body: pageBody(deps.runLogs.logs(source.id, request), logSummary) };
+        const events = deps.events.events(source.id, request, query.event_name);
         return { body: pageBody(events, (e) => eventSummary(e, query.expand === "event")) };
       },
-    },
-    {
+    }),
+    route({
       method: "DELETE",
       path: "/sources/{id}/events",
       operationId: "deleteSourceEvents",
       summary: "Delete events: all; from start_id on; up to end_id; or the inclusive range (asynchronous)",
       tag: "events",
-      params: { id: { type: "string", maxLength: 100 } },
-      query: { start_id: eventIdSchema, end_id: eventIdSchema },
-      response: { status: 202, description: "accepted: the events disappear from listings shortly" },
+      params: { id: SOURCE_ID },
+      query: { start_id: Type.Optional(EVENT_ID), end_id: Type.Optional(EVENT_ID) },
+      errors: ["not_found"],
+      response: { status: 202, description: "accepted: the events disappear from listings shortly", schema: Type.Object({ accepted: Type.Literal(true) }) },
       async handle({ caller, params, query }) {
-        const row = visibleSource(services, caller, params.id as string);
-        const startId = (query.start_id as string | undefined) ?? null;
-        const endId = (query.end_id as string | undefined) ?? null;
-        if (startId && endId) {
-          const a = parseEventId(startId)!;
-          const b = parseEventId(endId)!;
-          if (a.ms > b.ms || (a.ms === b.ms && a.seq > b.seq)) {
-            throw invalid("start_id is after end_id", [{ path: "query.start_id", message: "must not be after end_id" }]);
-          }
-        }
+        const source = visibleSource(deps, caller, params.id);
         // Appended now (durable), projected shortly after: the 202 does not wait for the read model.
-        await services.store.append(emitterStream(row.id), [
-          { type: "EventsDeleted", data: { emitterId: row.id, startId, endId, at: services.clock.now() } },
-        ]);
+        await deps.emitters.deleteEvents(
+          { emitterId: source.id, startId: query.start_id ?? null, endId: query.end_id ?? null, at: deps.clock.now() },
+          { metadata: { by: caller.userId } },
+        );
         return { status: 202, body: { accepted: true } };
       },
-    },
-    {
+    }),
+    route({
       method: "GET",
       path: "/sources/{id}/logs",
       operationId: "listSourceLogs",
       summary: "The source's most recent runs with their console output (last 100 kept), newest first (extension)",
       tag: "events",
-      params: { id: { type: "string", maxLength: 100 } },
+      params: { id: SOURCE_ID },
       paginated: true,
-      response: { description: "a page of run logs" },
-      handle({ caller, params, page }) {
-        const row = visibleSource(services, caller, params.id as string);
-        return { body: pageBody(services.sources.logs(row.id, page), logView) };
-      },
-    },
-    {
+      fields: Object.keys(RunLog.properties),
+      errors: ["not_found"],
+      response: { description: "a page of run logs", schema: Paged(RunLog) },
+      handle: ({ caller, params, page }) => ({ body: pageBody(deps.runLogs.logs(visibleSource(deps, caller, params.id).id, page), logView) }),
+    }),
+    route({
       method: "POST",
       path: "/sources/{id}/run",
       operationId: "runSource",
       summary: "Run the source once now, with an optional event, and answer with the outcome (extension)",
       tag: "events",
-      params: { id: { type: "string", maxLength: 100 } },
-      body: { type: "object", properties: { event: {} }, additionalProperties: false },
-      response: { description: "the run's outcome: ok, error, emitted event ids, logs, custom response" },
+      params: { id: SOURCE_ID },
+      body: { event: Type.Optional(Type.Unknown({ description: "the event run() receives; default {manual: true, timestamp}" })) },
+      errors: ["not_found", "quota_exceeded", "backlog_full", "run_timeout"],
+      response: { description: "the run's outcome: ok, error, emitted event ids, logs, custom response", schema: Data(RunOutcome) },
       async handle({ caller, params, body }) {
-        const row = visibleSource(services, caller, params.id as string);
+        const source = visibleSource(deps, caller, params.id);
         const invocationId = newId("inv");
-        const event = body.event ?? { manual: true, timestamp: Math.floor(services.clock.now() / 1000) };
-        services.admission.admit({ invocationId, sourceId: row.id, ownerId: row.creator_id, bytes: JSON.stringify(event).length + 1024 });
-        const reply = await submitted(services, invocationId, services.invocations.submitAndWait({
+        const event = body.event ?? { manual: true, timestamp: Math.floor(deps.clock.now() / 1000) };
+        deps.admission.admit({ invocationId, sourceId: source.id, ownerId: source.creatorId, bytes: JSON.stringify(event).length + 1024 });
+        const reply = await deps.admission.during(invocationId, deps.invocations.submitAndWait({
           invocationId,
-          sourceId: row.id,
+          sourceId: source.id,
           trigger: "manual",
           event,
-          minPosition: services.projector.position,
-          enqueuedMs: services.clock.now(),
-        }, services.runWaitMs));
-        if (reply.status === "gone") throw new ApiError(404, "not_found", "source not found");
-        if (reply.position !== undefined) await services.projector.waitFor(reply.position);
-        return { body: { data: { invocation_id: invocationId, ok: reply.ok, error: reply.error ?? null, emitted: reply.emitted ?? [], logs: reply.logs ?? [], response: reply.response ?? null } } };
+          minPosition: deps.projector.position,
+          enqueuedMs: deps.clock.now(),
+        }, deps.settings.runWaitMs));
+        if (reply.status === "gone") throw notFound("source");
+        if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
+        return {
+          body: {
+            data: {
+              invocation_id: invocationId, ok: reply.ok ?? null, error: reply.error ?? null, emitted: reply.emitted ?? [],
+              logs: reply.logs ?? [], response: reply.response ?? null,
+            },
+          },
+        };
       },
-    },
+    }),
   ];
 }

@@ -1,212 +1,207 @@
-import type { Route, Caller } from "../route.js";
-import type { Services } from "../services.js";
-import { invalid, notFound } from "../errors.js";
-import { canSee, ownerForCreate, requireVisible } from "../access.js";
-import { pageBody, pageInfoSchema } from "../pagination.js";
-import { componentCodeProperties } from "./components.js";
+import { Type } from "@sinclair/typebox";
+import { route, type Caller, type Route } from "../route.js";
+import { written, type ApiDeps } from "../deps.js";
+import { Data, Paged, pageBody } from "../pagination.js";
+import { componentCode } from "./components.js";
+import { invalid, notFound } from "../../../commands/decider.js";
 import { REGISTRY_OWNER } from "../../../commands/components/component.js";
 import { viewProps } from "../../sources/configuredProps.js";
-import type { SourceRow } from "../../readModels/sources.js";
-import type { LoadedComponent } from "../../runner/components.js";
+import type { Source as SourceView } from "../../readModels/sources.js";
+import type { LoadedComponent } from "../../components/componentCache.js";
 
-const sourceFields = ["id", "user_id", "component_id", "configured_props", "active", "created_at", "updated_at", "name", "name_slug"] as const;
+export const Source = Type.Object({
+  id: Type.String({ description: "dc_ id" }),
+  user_id: Type.Optional(Type.String({ description: "who deployed it (create responses)" })),
+  component_id: Type.String(),
+  configured_props: Type.Record(Type.String(), Type.Unknown(), { description: "secrets redacted; timers as {cron, interval_seconds}; http as {endpoint_url}" }),
+  active: Type.Boolean(),
+  created_at: Type.Integer(),
+  updated_at: Type.Integer(),
+  name: Type.String(),
+  name_slug: Type.String(),
+}, { $id: "Source" });
 
-export const sourceSchema = {
-  type: "object",
-  properties: {
-    id: { type: "string", description: "dc_ id" },
-    user_id: { type: "string", description: "who deployed it (create responses)" },
-    component_id: { type: "string" },
-    configured_props: { type: "object", description: "secrets redacted; timers as {cron, interval_seconds}; http as {endpoint_url}" },
-    active: { type: "boolean" },
-    created_at: { type: "integer" },
-    updated_at: { type: "integer" },
-    name: { type: "string" },
-    name_slug: { type: "string" },
-  },
-};
-const single = { type: "object", properties: { data: sourceSchema } };
-const page = { type: "object", properties: { page_info: pageInfoSchema, data: { type: "array", items: sourceSchema } } };
+const SOURCE_ID = Type.String({ maxLength: 100, description: "dc_ id" });
 
 const componentChoice = {
-  component_id: { type: "string", maxLength: 100, description: "a saved component (sc_ id)" },
-  ...componentCodeProperties,
-  key: { type: "string", maxLength: 200, description: "a registry component key" },
+  component_id: Type.Optional(Type.String({ maxLength: 100, description: "a saved component (sc_ id)" })),
+  ...componentCode,
+  key: Type.Optional(Type.String({ maxLength: 200, description: "a registry component key" })),
 };
 
-export function sourceView(services: Services, row: SourceRow, withUser = false) {
-  const component = services.components.get(row.component_id);
-  const stored = JSON.parse(row.configured_props) as Record<string, unknown>;
+type SourceDeps = Pick<ApiDeps, "access" | "sources" | "components" | "catalog" | "lifecycle" | "projector" | "endpointUrl">;
+
+export function sourceView(deps: Pick<ApiDeps, "components" | "endpointUrl">, source: SourceView, withUser = false) {
+  const component = deps.components.get(source.componentId);
   return {
-    id: row.id,
-    ...(withUser ? { user_id: row.creator_id } : {}),
-    component_id: row.component_id,
-    configured_props: component ? viewProps(component.meta.component.props, stored, services.endpointUrl(row.endpoint_id)) : {},
-    active: row.active === 1,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    name: row.name,
-    name_slug: row.name_slug,
+    id: source.id,
+    ...(withUser ? { user_id: source.creatorId } : {}),
+    component_id: source.componentId,
+    configured_props: component ? viewProps(component.meta.component.props, source.configuredProps, deps.endpointUrl(source.endpointId)) : {},
+    active: source.active,
+    created_at: source.createdAt,
+    updated_at: source.updatedAt,
+    name: source.name,
+    name_slug: source.nameSlug,
   };
 }
 
 /** The source the caller may see, else the same 404 as an unknown id. */
-export function visibleSource(services: Services, caller: Caller, id: string): SourceRow {
-  const row = /^dc_[0-9a-z]+$/.test(id) ? services.sources.source(id) : undefined;
-  requireVisible(services.accounts, caller, row?.owner_id, "source");
-  return row!;
+export function visibleSource(deps: Pick<ApiDeps, "access" | "sources">, caller: Caller, id: string): SourceView {
+  return deps.access.visible(caller, /^dc_[0-9a-z]+$/.test(id) ? deps.sources.source(id) : undefined, "source");
 }
 
 /** The seed's precedence: component_id, then component_code (component_url is then metadata), then component_url, then a registry key. */
 async function resolveComponent(
-  services: Services,
+  deps: SourceDeps,
   caller: Caller,
   ownerId: string,
-  body: Record<string, unknown>,
+  body: { component_id?: string | undefined; component_code?: string | undefined; component_url?: string | undefined; key?: string | undefined },
 ): Promise<LoadedComponent | undefined> {
-  if (typeof body.component_id === "string") {
-    const found = services.catalog.usable(body.component_id, (owner) => canSee(services.accounts, caller, owner));
+  if (body.component_id !== undefined) {
+    const found = deps.catalog.usable(body.component_id, (owner) => deps.access.canSee(caller, owner));
     if (!found) throw notFound("component");
     return found;
   }
-  if (typeof body.component_code === "string" || typeof body.component_url === "string") {
-    const saved = await services.written(services.catalog.save(ownerId, {
-      code: body.component_code as string | undefined,
-      url: body.component_url as string | undefined,
-    }, { by: caller.userId }));
-    return services.components.get(saved.componentId);
+  if (body.component_code !== undefined || body.component_url !== undefined) {
+    const saved = await written(deps, deps.catalog.save(ownerId, {
+      ...(body.component_code !== undefined ? { code: body.component_code } : {}),
+      ...(body.component_url !== undefined ? { url: body.component_url } : {}),
+    }, { metadata: { by: caller.userId } }));
+    return deps.components.get(saved.componentId);
   }
-  if (typeof body.key === "string") {
-    const row = services.catalog.byKey(REGISTRY_OWNER, body.key);
-    if (!row) throw notFound("registry component");
-    return services.components.get(row.id);
+  if (body.key !== undefined) {
+    const found = deps.catalog.byKey(REGISTRY_OWNER, body.key);
+    if (!found) throw notFound("registry component");
+    return found;
   }
   return undefined;
 }
 
-export function sourceRoutes(services: Services): Route[] {
-  const list = (path: string, operationId: string, summary: string, owner: (caller: Caller, params: Record<string, unknown>) => string): Route => ({
-    method: "GET",
-    path,
-    operationId,
-    summary,
-    tag: "sources",
-    paginated: true,
-    fields: sourceFields,
-    ...(path.includes("{org_id}") ? { params: { org_id: { type: "string", maxLength: 100 } } } : {}),
-    response: { description: "a page of sources, oldest first", schema: page },
-    handle({ caller, params, page: request }) {
-      const ownerId = owner(caller, params);
-      const result = services.sources.sourcesOf(ownerId, request);
-      return { body: pageBody(result, (row) => sourceView(services, row)) };
-    },
-  });
-
+export function sourceRoutes(deps: SourceDeps): Route[] {
+  const fields = Object.keys(Source.properties);
   return [
-    {
+    route({
       method: "POST",
       path: "/sources",
       operationId: "createSource",
       summary: "Deploy a component as a source (runs its deploy and activate hooks)",
       tag: "sources",
       body: {
-        type: "object",
-        properties: {
-          ...componentChoice,
-          name: { type: "string", minLength: 1, maxLength: 200 },
-          configured_props: { type: "object" },
-        },
-        additionalProperties: false,
+        ...componentChoice,
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+        configured_props: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
       },
-      fields: sourceFields,
-      response: { description: "the new source", schema: single },
+      fields,
+      errors: ["invalid_component", "hook_failed", "component_url_unreachable", "not_found"],
+      response: { description: "the new source", schema: Data(Source) },
       async handle({ caller, body, query }) {
-        const ownerId = ownerForCreate(services.accounts, caller, query.org_id ?? body.org_id);
-        const component = await resolveComponent(services, caller, ownerId, body);
+        const ownerId = deps.access.ownerForCreate(caller, query.org_id ?? body.org_id);
+        const component = await resolveComponent(deps, caller, ownerId, body);
         if (!component) {
           throw invalid("give one of component_id, component_code, component_url or key", [
             { path: "body.component_id", message: "one of component_id, component_code, component_url, key is required" },
           ]);
         }
-        const deployed = await services.written(services.lifecycle.deploy({
+        const deployed = await written(deps, deps.lifecycle.deploy({
           ownerId,
           creatorId: caller.userId,
           component,
-          ...(typeof body.name === "string" ? { name: body.name } : {}),
-          configuredProps: (body.configured_props as Record<string, unknown> | undefined) ?? {},
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          configuredProps: body.configured_props ?? {},
           metadata: { by: caller.userId },
         }));
-        return { body: { data: sourceView(services, services.sources.source(deployed.sourceId)!, true) } };
+        return { body: { data: sourceView(deps, deps.sources.source(deployed.sourceId)!, true) } };
       },
-    },
-    list("/users/me/sources", "listMySources", "The caller's sources", (caller) => caller.userId),
-    list("/orgs/{org_id}/sources", "listOrgSources", "An organization's sources (members only)", (caller, params) => {
-      const orgId = params.org_id as string;
-      requireVisible(services.accounts, caller, orgId.startsWith("o_") ? orgId : undefined, "organization");
-      return orgId;
     }),
-    {
+    route({
+      method: "GET",
+      path: "/users/me/sources",
+      operationId: "listMySources",
+      summary: "The caller's sources",
+      tag: "sources",
+      paginated: true,
+      fields,
+      response: { description: "a page of sources, oldest first", schema: Paged(Source) },
+      handle: ({ caller, page }) => ({ body: pageBody(deps.sources.sourcesOf(caller.userId, page), (s) => sourceView(deps, s)) }),
+    }),
+    route({
+      method: "GET",
+      path: "/orgs/{org_id}/sources",
+      operationId: "listOrgSources",
+      summary: "An organization's sources (members only)",
+      tag: "sources",
+      params: { org_id: Type.String({ maxLength: 100 }) },
+      paginated: true,
+      fields,
+      errors: ["not_found"],
+      response: { description: "a page of sources, oldest first", schema: Paged(Source) },
+      handle: ({ caller, params, page }) =>
+        ({ body: pageBody(deps.sources.sourcesOf(deps.access.org(caller, params.org_id), page), (s) => sourceView(deps, s)) }),
+    }),
+    route({
       method: "GET",
       path: "/sources/{id}",
       operationId: "getSource",
       summary: "One source (extension)",
       tag: "sources",
-      params: { id: { type: "string", maxLength: 100 } },
-      fields: sourceFields,
-      response: { description: "the source", schema: single },
-      handle({ caller, params }) {
-        return { body: { data: sourceView(services, visibleSource(services, caller, params.id as string)) } };
-      },
-    },
-    {
+      params: { id: SOURCE_ID },
+      fields,
+      errors: ["not_found"],
+      response: { description: "the source", schema: Data(Source) },
+      handle: ({ caller, params }) => ({ body: { data: sourceView(deps, visibleSource(deps, caller, params.id)) } }),
+    }),
+    route({
       method: "PUT",
       path: "/sources/{id}",
       operationId: "updateSource",
       summary: "Update a source: deactivate hook, replace code/props/name, activate hook; active=false pauses it",
       tag: "sources",
-      params: { id: { type: "string", maxLength: 100 } },
-      query: { force: { type: "boolean", description: "proceed even if a hook throws (the error is logged)" } },
+      params: { id: SOURCE_ID },
+      query: { force: Type.Optional(Type.Boolean({ description: "proceed even if a hook throws (the error is logged)" })) },
       body: {
-        type: "object",
-        properties: {
-          ...componentChoice,
-          name: { type: "string", minLength: 1, maxLength: 200 },
-          active: { type: "boolean", default: true },
-          configured_props: { type: "object" },
-        },
-        additionalProperties: false,
+        ...componentChoice,
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+        active: Type.Optional(Type.Boolean({ default: true })),
+        configured_props: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
       },
-      fields: sourceFields,
-      response: { description: "the updated source", schema: single },
+      fields,
+      errors: ["invalid_component", "hook_failed", "not_found"],
+      response: { description: "the updated source", schema: Data(Source) },
       async handle({ caller, params, body, query }) {
-        const row = visibleSource(services, caller, params.id as string);
-        const component = (await resolveComponent(services, caller, row.owner_id, body)) ?? services.components.get(row.component_id)!;
-        const updated = await services.written(services.lifecycle.update({
-          row,
+        const source = visibleSource(deps, caller, params.id);
+        const previousComponent = deps.components.get(source.componentId)!;
+        const component = (await resolveComponent(deps, caller, source.ownerId, body)) ?? previousComponent;
+        const updated = await written(deps, deps.lifecycle.update({
+          source,
           component,
-          ...(typeof body.name === "string" ? { name: body.name } : {}),
-          ...(body.configured_props !== undefined ? { configuredProps: body.configured_props as Record<string, unknown> } : {}),
+          previousComponent,
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          ...(body.configured_props !== undefined ? { configuredProps: body.configured_props } : {}),
           active: body.active !== false,
           force: query.force === true,
           metadata: { by: caller.userId },
         }));
-        return { body: { data: sourceView(services, services.sources.source(updated.sourceId)!) } };
+        return { body: { data: sourceView(deps, deps.sources.source(updated.sourceId)!) } };
       },
-    },
-    {
+    }),
+    route({
       method: "DELETE",
       path: "/sources/{id}",
       operationId: "deleteSource",
       summary: "Delete a source: deactivate hook, then the source, its events, logs, endpoint and timer",
       tag: "sources",
-      params: { id: { type: "string", maxLength: 100 } },
-      query: { force: { type: "boolean", description: "delete even if the deactivate hook throws" } },
+      params: { id: SOURCE_ID },
+      query: { force: Type.Optional(Type.Boolean({ description: "delete even if the deactivate hook throws" })) },
+      errors: ["hook_failed", "not_found"],
       response: { status: 204, description: "deleted" },
       async handle({ caller, params, query }) {
-        const row = visibleSource(services, caller, params.id as string);
-        await services.written(services.lifecycle.delete({ row, force: query.force === true, metadata: { by: caller.userId } }));
+        const source = visibleSource(deps, caller, params.id);
+        await written(deps, deps.lifecycle.delete({
+          source, component: deps.components.get(source.componentId)!, force: query.force === true, metadata: { by: caller.userId },
+        }));
         return { status: 204 };
       },
-    },
+    }),
   ];
 }

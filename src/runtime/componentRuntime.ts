@@ -1,5 +1,5 @@
-import { prepareComponent, ComponentValidationError, Runtime, type RuntimeOptions } from "../runtime/index.js";
-import type { Invocation, InvocationCallbacks, InvocationOutcome, PreparedComponent } from "../runtime/types.js";
+import { prepareComponent, ComponentValidationError, Runtime, type RuntimeOptions } from "./index.js";
+import type { Invocation, InvocationCallbacks, InvocationOutcome, PreparedComponent } from "./types.js";
 
 /** What the service needs from the sandbox: prepare code once, run it many times. */
 export interface ComponentRuntime {

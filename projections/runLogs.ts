@@ -1,11 +1,24 @@
 import type { Projection } from "../src/projector/projection.js";
-import type { RunLogged } from "../commands/emitters/runLog.js";
+import type { RunLogged } from "../commands/runLogs/runLog.js";
 import type { SourceDeleted } from "../commands/sources/source.js";
 import { statement } from "../src/readModels/statements.js";
 import type { RecordedEvent } from "../src/store/eventStore.js";
-import type { RunLogRow } from "../src/readModels/sources.js";
 
 export const KEPT_RUN_LOGS = 100;
+
+/** A row of `source_logs`: error and lines are JSON. */
+export interface RunLogRow {
+  source_id: string;
+  invocation_id: string;
+  trigger: string;
+  started_ms: number;
+  ended_ms: number;
+  compute_ms: number;
+  ok: number;
+  error: string | null;
+  lines: string;
+  seq: number;
+}
 
 /** The row a RunLogged becomes; SSE builds its live $logs frames from it too. */
 export function runLogRow(recorded: RecordedEvent): RunLogRow {
@@ -17,7 +30,7 @@ export function runLogRow(recorded: RecordedEvent): RunLogRow {
   };
 }
 
-export const sourceLogsProjection: Projection = {
+export const runLogsProjection: Projection = {
   name: "source_logs",
   version: 2,
   tables: ["source_logs"],

@@ -5,7 +5,7 @@ import { compareEventIds, nextEventIds, parseEventId, formatEventId } from "./ev
 const e = (id: string | number | undefined, ts?: number): Emit => ({ event: { id }, meta: { ...(id !== undefined ? { id } : {}), ...(ts !== undefined ? { ts } : {}) } });
 const ids = (emits: Emit[]) => emits.map((x) => x.meta.id);
 
-describe("runner/dedupe", () => {
+describe("commands/emitters/dedupe", () => {
   it("without a strategy keeps everything", () => {
     expect(ids(applyDedupe(undefined, {}, [e(1), e(1)]).kept)).to.deep.equal([1, 1]);
   });
@@ -76,7 +76,7 @@ describe("runner/dedupe", () => {
   });
 });
 
-describe("runner/eventIds", () => {
+describe("commands/emitters/eventIds", () => {
   it("are strictly increasing even when the clock does not move or steps back", () => {
     const a = nextEventIds(undefined, 1000, 3);
     expect(a.map(formatEventId)).to.deep.equal(["1000-0", "1000-1", "1000-2"]);

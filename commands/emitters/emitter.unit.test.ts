@@ -1,13 +1,13 @@
 import { expect } from "chai";
-import { recordRun, type RecordRun } from "./recordRun.js";
-import { emptyRuntimeState, type EventEmitted } from "./emitter.js";
+import { deleteEvents, emptyRuntimeState, recordRun, type EventEmitted, type RecordRun } from "./emitter.js";
+import { DomainError } from "../decider.js";
 
 const run = (overrides: Partial<RecordRun>): RecordRun => ({
   emitterId: "dc_1", invocationId: "inv_1", strategy: undefined, emits: [], db: {}, dbChanged: false,
   startedMs: 1000, nowMs: 2000, ...overrides,
 });
 
-describe("commands/emitters/recordRun", () => {
+describe("commands/emitters", () => {
   it("records emits with fresh ids, channels and the state after them, in one append", () => {
     const d = recordRun(run({
       strategy: "unique",
@@ -59,5 +59,14 @@ describe("commands/emitters/recordRun", () => {
     const d = recordRun(run({ emits: [{ event: 1, meta: {} }], nowMs: 5 }), { ...emptyRuntimeState, lastEventId: "100-7" });
     if (d.kind !== "emits") throw new Error(d.kind);
     expect(d.emitted[0]!.data.id).to.equal("100-8");
+  });
+
+  it("deletes events by the seed's rules: all, from start_id, up to end_id, an inclusive range; never a range that ends before it starts", () => {
+    const del = (startId: string | null, endId: string | null) => deleteEvents({ emitterId: "dc_1", startId, endId, at: 5 });
+    expect(del(null, null)[0].data).to.deep.equal({ emitterId: "dc_1", startId: null, endId: null, at: 5 });
+    expect(del("10-1", "10-1")[0].data).to.include({ startId: "10-1", endId: "10-1" });
+    expect(del("9-5", "10-0")[0].data).to.include({ startId: "9-5", endId: "10-0" });
+    expect(() => del("10-2", "10-1")).to.throw(DomainError, /start_id is after end_id/);
+    expect(() => del("nope", null)).to.throw(DomainError, /event ids/);
   });
 });

@@ -1,0 +1,111 @@
+// The emitter aggregate's I/O: its state is the newer of its two streams' last RunRecorded, and a
+// run's decision goes to one of them (see emitter.ts). Appends go through the one retry loop.
+import type { EventStore, RecordedEvent } from "../../src/store/eventStore.js";
+import { decideAndAppend, type HandleOptions } from "../handler.js";
+import { streams } from "../streams.js";
+import {
+  deleteEvents,
+  emptyRuntimeState,
+  recordRun,
+  stateOf,
+  type DeleteEvents,
+  type EmitterRuntimeState,
+  type EventEmitted,
+  type RecordRun,
+  type RunDecision,
+  type RunRecorded,
+} from "./emitter.js";
+
+export interface LoadedEmitter {
+  readonly state: EmitterRuntimeState;
+  /** Revisions the next append expects (undefined: the stream does not exist). */
+  readonly emitterRevision: number | undefined;
+  readonly dbRevision: number | undefined;
+}
+
+export interface RecordedRun {
+  readonly decision: RunDecision;
+  /** Log position of the append, when there was one. */
+  readonly position: number | undefined;
+  readonly emitted: EventEmitted[];
+}
+
+async function lastRunRecorded(store: EventStore, stream: string): Promise<{ event?: RecordedEvent; revision?: number }> {
+  const revision = await store.streamRevision(stream);
+  if (revision === undefined) return {};
+  // RunRecorded closes every append that carries one; only EventsDeleted markers can follow it.
+  for (let from = revision; from >= 0; from -= 20) {
+    const batch = await store.readStream(stream, { direction: "backwards", fromRevision: from, maxCount: 20 });
+    const found = batch.find((e) => e.type === "RunRecorded");
+    if (found) return { event: found, revision };
+    if (batch.length < 20) break;
+  }
+  return { revision };
+}
+
+export class EmitterStore {
+  constructor(private readonly store: EventStore) {}
+
+  /** The emitter's state: the newer (by log position) of its two streams' last RunRecorded. */
+  async load(emitterId: string): Promise<LoadedEmitter> {
+    const [emits, db] = await Promise.all([
+      lastRunRecorded(this.store, streams.emitter(emitterId)),
+      lastRunRecorded(this.store, streams.emitterDb(emitterId)),
+    ]);
+    const newest = [emits.event, db.event]
+      .filter((e): e is RecordedEvent => e !== undefined)
+      .sort((a, b) => b.position - a.position)[0];
+    const state = newest ? stateOf(newest.data as RunRecorded["data"]) : emptyRuntimeState;
+    return { state, emitterRevision: emits.revision, dbRevision: db.revision };
+  }
+
+  /**
+   * Records a finished run: decided on the current state (`loaded`, read just before the run,
+   * saves a read; a conflict reads again), appended at the revision read. `alongside` starts
+   * another append that belongs with the run (its log) as soon as the run is decided, so both share
+   * a group commit; it is not called for a duplicate.
+   */
+  async record(
+    command: RecordRun,
+    options: { loaded?: LoadedEmitter; alongside?: (decision: Exclude<RunDecision, { kind: "duplicate" }>) => Promise<number | undefined> } & HandleOptions = {},
+  ): Promise<RecordedRun> {
+    let alongside: Promise<number | undefined> | undefined;
+    let decision: RunDecision = { kind: "duplicate" };
+    let preloaded = options.loaded;
+    const appended = await decideAndAppend(
+      this.store,
+      async () => {
+        const loaded = preloaded ?? (await this.load(command.emitterId));
+        preloaded = undefined; // a conflict means it is stale: read again
+        return loaded;
+      },
+      (loaded) => {
+        decision = recordRun(command, loaded.state);
+        if (decision.kind === "duplicate") return undefined;
+        alongside ??= options.alongside?.(decision);
+        return decision.kind === "emits"
+          ? { stream: streams.emitter(command.emitterId), events: decision.events, expectedRevision: loaded.emitterRevision ?? "no_stream" }
+          : { stream: streams.emitterDb(command.emitterId), events: decision.events, expectedRevision: loaded.dbRevision ?? "no_stream" };
+      },
+      options,
+    );
+    const final = decision as RunDecision;
+    if (final.kind === "db" && appended.revision !== undefined && appended.revision > 0) {
+      // The db stream only ever needs its newest state.
+      await this.store.truncateBefore(streams.emitterDb(command.emitterId), appended.revision);
+    }
+    const position = Math.max(appended.position ?? 0, (await alongside) ?? 0);
+    return { decision: final, position: final.kind === "duplicate" ? undefined : position, emitted: final.kind === "emits" ? final.emitted : [] };
+  }
+
+  /** Appends a deletion (asynchronous for readers: listings drop the events once projected). */
+  async deleteEvents(command: DeleteEvents, options: HandleOptions = {}): Promise<number | undefined> {
+    const appended = await decideAndAppend(
+      this.store,
+      async () => undefined,
+      () => ({ stream: streams.emitter(command.emitterId), events: deleteEvents(command), expectedRevision: "any" }),
+      options,
+    );
+    return appended.position;
+  }
+}

@@ -1,0 +1,90 @@
+import type { DomainEvent } from "../decider.js";
+
+/** What triggered a run of user code. */
+export type RunTrigger = "http" | "timer" | "manual" | "deploy" | "activate" | "deactivate";
+
+export interface LogLine {
+  readonly ts: number;
+  readonly level: string;
+  readonly message: string;
+}
+
+/**
+ * One per execution of user code, in logs-<source id> (newest 100 kept): its console output,
+ * start and end, outcome; also what quotas count.
+ */
+export type RunLogged = DomainEvent<
+  "RunLogged",
+  {
+    sourceId: string;
+    invocationId: string;
+    trigger: RunTrigger;
+    /** Billed user. */
+    userId: string;
+    startedMs: number;
+    endedMs: number;
+    computeMs: number;
+    ok: boolean;
+    error: { name: string; message: string; stack?: string } | null;
+    lines: LogLine[];
+    /** Set when the invocation was not run at all (its source was paused meanwhile): not billed. */
+    skipped?: "paused";
+  }
+>;
+
+
+/** Console lines kept per run; the runtime already truncates floods and says so. */
+export const MAX_LOG_LINES = 500;
+
+export interface RunToLog {
+  readonly sourceId: string;
+  readonly invocationId: string;
+  readonly trigger: RunTrigger;
+  readonly userId: string;
+  readonly startedMs: number;
+  readonly endedMs: number;
+  /** Wall-clock run time: what users are billed for. */
+  readonly wallMs: number;
+  readonly ok: boolean;
+  readonly error: { name: string; message: string; stack?: string } | null;
+  readonly lines: readonly LogLine[];
+  /** What the platform noticed (dedupe could not judge an emit, …). */
+  readonly warnings: readonly string[];
+}
+
+/** A run's log: its start, at most MAX_LOG_LINES console lines, the platform's warnings, its error and its end. */
+export function runLogged(run: RunToLog): RunLogged {
+  const { endedMs, startedMs, trigger, invocationId } = run;
+  const lines: LogLine[] = [
+    { ts: startedMs, level: "system", message: `${trigger} run ${invocationId} started` },
+    ...run.lines.slice(0, MAX_LOG_LINES),
+    ...(run.lines.length > MAX_LOG_LINES
+      ? [{ ts: endedMs, level: "system", message: `${run.lines.length - MAX_LOG_LINES} more log lines were dropped` }]
+      : []),
+    ...run.warnings.map((message) => ({ ts: endedMs, level: "warn", message })),
+    ...(run.error ? [{ ts: endedMs, level: "error", message: `${run.error.name}: ${run.error.message}` }] : []),
+    { ts: endedMs, level: "system", message: `${trigger} run ${invocationId} ended ${run.ok ? "ok" : "with an error"} in ${Math.round(run.wallMs)} ms` },
+  ];
+  return {
+    type: "RunLogged",
+    data: {
+      sourceId: run.sourceId, invocationId, trigger, userId: run.userId, startedMs, endedMs,
+      computeMs: Math.round(run.wallMs), ok: run.ok, error: run.error, lines,
+    },
+  };
+}
+
+/** The log of an invocation dropped without running: the user sees why, and it is not billed. */
+export function skippedRunLogged(input: { sourceId: string; userId: string; invocationId: string; trigger: RunTrigger; nowMs: number }): RunLogged {
+  const { nowMs } = input;
+  return {
+    type: "RunLogged",
+    data: {
+      sourceId: input.sourceId, invocationId: input.invocationId, trigger: input.trigger, userId: input.userId,
+      startedMs: nowMs, endedMs: nowMs, computeMs: 0, ok: false,
+      error: { name: "SourcePaused", message: "the source was paused when this invocation's turn came; it was not run" },
+      lines: [{ ts: nowMs, level: "system", message: `${input.trigger} invocation ${input.invocationId} skipped: the source is paused` }],
+      skipped: "paused",
+    },
+  };
+}

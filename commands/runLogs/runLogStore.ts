@@ -1,0 +1,19 @@
+import type { EventStore } from "../../src/store/eventStore.js";
+import { decideAndAppend, type HandleOptions } from "../handler.js";
+import { streams } from "../streams.js";
+import type { RunLogged } from "./runLog.js";
+
+/** Run logs are append-only (no state to decide on): each goes to its emitter's log stream at any revision. */
+export class RunLogStore {
+  constructor(private readonly store: EventStore) {}
+
+  async append(logged: RunLogged, options: HandleOptions = {}): Promise<number | undefined> {
+    const appended = await decideAndAppend(
+      this.store,
+      async () => undefined,
+      () => ({ stream: streams.runLogs(logged.data.sourceId), events: [logged], expectedRevision: "any" }),
+      options,
+    );
+    return appended.position;
+  }
+}

@@ -1,0 +1,66 @@
+import type { Clock } from "../ids.js";
+import type { Access } from "./access.js";
+import type { AccountsReadModel } from "../readModels/accounts.js";
+import type { UsageReadModel } from "../readModels/usage.js";
+import type { SourcesReadModel } from "../readModels/sources.js";
+import type { EmittedEventsReadModel } from "../readModels/emittedEvents.js";
+import type { RunLogsReadModel } from "../readModels/runLogs.js";
+import type { Accounts } from "../accounts/accounts.js";
+import type { ComponentCache } from "../components/componentCache.js";
+import type { ComponentCatalog } from "../components/catalog.js";
+import type { SourceLifecycle } from "../sources/lifecycle.js";
+import type { EmitterStore } from "../../commands/emitters/emitterStore.js";
+import type { Admission } from "../runner/admission.js";
+import type { InvocationQueue } from "../runner/invocations.js";
+import type { Projector } from "../projector/projector.js";
+
+/** Limits and settings the HTTP layer applies (from the node's config). */
+export interface ApiSettings {
+  readonly maxBodyBytes: number;
+  readonly endpointMaxBodyBytes: number;
+  readonly endpointRatePerSecond: number;
+  readonly endpointBurst: number;
+  readonly apiRatePerSecond: number;
+  readonly apiBurst: number;
+  readonly anonymousRatePerSecond: number;
+  readonly anonymousBurst: number;
+  readonly trustProxy: boolean;
+  readonly freeDailyInvocations: number;
+  readonly freeDailyComputeMs: number;
+  readonly sseHeartbeatMs: number;
+  /** How long a request waits for a run's answer (custom responses, manual runs). */
+  readonly runWaitMs: number;
+}
+
+/**
+ * Everything routes may use: read models, application services and a few node facts, never the
+ * store or the database. Each route module takes the narrow Pick it needs.
+ */
+export interface ApiDeps {
+  readonly settings: ApiSettings;
+  readonly clock: Clock;
+  readonly access: Access;
+  readonly accountsView: AccountsReadModel;
+  readonly accounts: Accounts;
+  readonly usage: UsageReadModel;
+  readonly sources: SourcesReadModel;
+  readonly events: EmittedEventsReadModel;
+  readonly runLogs: RunLogsReadModel;
+  readonly components: ComponentCache;
+  readonly catalog: ComponentCatalog;
+  readonly lifecycle: SourceLifecycle;
+  readonly emitters: Pick<EmitterStore, "deleteEvents">;
+  readonly admission: Admission;
+  readonly invocations: InvocationQueue;
+  readonly projector: Pick<Projector, "position" | "waitFor" | "onApplied" | "catchUp">;
+  /** Base URL of this node's public address, without /v1. */
+  publicUrl(): string;
+  endpointUrl(endpointId: string): string;
+}
+
+/** Read-your-writes: awaits the node's read models up to a write's position, so the answer reflects the write. */
+export async function written<T extends { position: number | undefined }>(deps: Pick<ApiDeps, "projector">, write: Promise<T>): Promise<T> {
+  const result = await write;
+  if (result.position !== undefined) await deps.projector.waitFor(result.position);
+  return result;
+}

@@ -1,0 +1,27 @@
+// What every failure becomes for clients (API and CLI alike): a DomainError with a stable code.
+// Library and framework errors that carry a safe meaning are translated here, once.
+import { DomainError } from "../commands/decider.js";
+import { ComponentValidationError } from "./runtime/errors.js";
+import { OutboundError } from "./net/outbound.js";
+import { ReplyTimeoutError } from "./bus/reply.js";
+import { JsonLimitError } from "./json/bounded.js";
+
+export function toDomainError(error: unknown): DomainError {
+  if (error instanceof DomainError) return error;
+  if (error instanceof ComponentValidationError) {
+    const details = error.problems.map((p) => ({ path: `component.${p.path}`, message: p.message }));
+    return new DomainError("invalid_component", `the component has ${details.length} problem(s): ${details[0]?.path} ${details[0]?.message}`, details);
+  }
+  if (error instanceof OutboundError) return new DomainError("component_url_unreachable", `component_url could not be fetched: ${error.message}`);
+  if (error instanceof ReplyTimeoutError) return new DomainError("run_timeout", `the run did not answer within ${Math.round(error.timeoutMs / 1000)} s`);
+  if (error instanceof JsonLimitError) {
+    return error.reason === "too_deep" ? new DomainError("json_too_deep", error.message) : new DomainError("malformed_json", error.message);
+  }
+  // koa/http-errors from the router (405) and raw-body (413, 400) carry a safe status and message.
+  const status = (error as { status?: unknown } | undefined)?.status;
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    const code = status === 405 ? "method_not_allowed" : status === 413 ? "payload_too_large" : "invalid_request";
+    return new DomainError(code, (error as Error).message);
+  }
+  return new DomainError("internal", "internal error");
+}

@@ -1,0 +1,61 @@
+// Lint: typescript-eslint's type-aware recommended rules, and the layering of the code base
+// (docs/architecture.md): the domain (commands/, projections/) never imports the application,
+// the roles or the adapters; ports and adapters never import the domain or the API.
+import eslint from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+/** Files matching `files` may not import module paths matching `regex` (relative paths, as written). */
+const restrict = (files, regex, message) => ({
+  files,
+  rules: { "no-restricted-imports": ["error", { patterns: [{ regex, message }] }] },
+});
+
+export default tseslint.config(
+  { ignores: ["dist/**", "node_modules/**", ".cache/**", "registry/**", "test/fixtures/**", "bench/results/**", "src/ui/static/**", "docs/**"] },
+  eslint.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
+      "@typescript-eslint/no-explicit-any": "error",
+      // Fire-and-forget promises are marked with `void` where intended.
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/only-throw-error": "error",
+      "no-constant-condition": ["error", { checkLoops: false }],
+    },
+  },
+  {
+    // Tests talk to servers and parse arbitrary JSON: `any` in their assertions is fine there.
+    files: ["test/**/*.ts", "**/*.test.ts", "bench/**/*.ts"],
+    rules: {
+      "@typescript-eslint/no-explicit-any": "off",
+      "@typescript-eslint/no-unsafe-assignment": "off",
+      "@typescript-eslint/no-unsafe-member-access": "off",
+      "@typescript-eslint/no-unsafe-argument": "off",
+      "@typescript-eslint/no-unsafe-call": "off",
+      "@typescript-eslint/no-unsafe-return": "off",
+    },
+  },
+  { files: ["**/*.js", "**/*.mjs", "**/*.cjs"], ...tseslint.configs.disableTypeChecked },
+  restrict(
+    ["commands/**/*.ts"],
+    "(^|/)(src/(?!store/eventStore\\.js$|runtime/types\\.js$)|projections/)",
+    "commands/ is the domain: it depends on nothing above it (only the event store port and the component format's types)",
+  ),
+  restrict(
+    ["projections/**/*.ts"],
+    "(^|/)src/(?!store/eventStore\\.js$|projector/projection\\.js$|readModels/statements\\.js$)",
+    "projections/ write rows from events: they import the domain, never the application, the API or the roles",
+  ),
+  restrict(
+    ["src/store/**/*.ts", "src/bus/**/*.ts", "src/net/**/*.ts", "src/json/**/*.ts", "src/runtime/**/*.ts"],
+    "(^|/)(commands|projections)/|(^|\\.\\./)(api|runner|sources|components|scheduler|delivery|workflows|accounts)/",
+    "ports and adapters know nothing of the domain or the application above them",
+  ),
+  restrict(
+    ["src/readModels/**/*.ts"],
+    "(^|\\.\\./)(api|runner|sources|scheduler|delivery|workflows)/",
+    "read models are queries over projections: the roles use them, not the other way round",
+  ),
+);

@@ -1,14 +1,18 @@
 // The Kafka bus on kafkajs 2.2.4: an idempotent producer with acks=-1, consumer groups with
-// auto-commit off and one explicit commit per record after its handler resolved.
+// auto-commit off. Per-record mode (eachMessage) commits once per record after its handler
+// resolved; keyed mode (eachBatch) feeds one KeyedDispatcher per owned partition and commits its
+// contiguous completed prefix.
 import kafkajs from "kafkajs";
 import { kafkaLogCreator } from "./kafkaLog.js";
 import { partitionForKey, partitionKey } from "../partition.js";
 import { Interrupter, interrupted } from "../interrupter.js";
+import { KeyedDispatcher } from "../keyedDispatcher.js";
 import { retryDelay } from "../retry.js";
 import {
   BusClosedError,
   BusError,
   UnknownTopicError,
+  consumeMode,
   defaultRetryPolicy,
   stderrErrorLog,
   toBuffer,
@@ -18,6 +22,7 @@ import {
   type BusRecord,
   type ConsumeOptions,
   type OutgoingMessage,
+  type ResolvedKeyedOptions,
   type TopicSpec,
 } from "../bus.js";
 
@@ -113,9 +118,10 @@ class KafkaBus implements Bus {
 
   async consume(options: ConsumeOptions): Promise<BusConsumer> {
     this.assertOpen();
+    const mode = consumeMode(options);
     await this.assertTopics(options.topics);
     const startAt = options.fromBeginning === false ? await this.endsOfUncommitted(options.groupId, options.topics) : new Map<string, string>();
-    const consumer = new KafkaConsumer(this.kafka, this.options, options, startAt, this.log);
+    const consumer = new KafkaConsumer(this.kafka, this.options, options, mode.keyed, startAt, this.log);
     this.consumers.add(consumer);
     try {
       await consumer.start();
@@ -201,11 +207,22 @@ class KafkaConsumer {
   private readonly abandoned = new Interrupter();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly heartbeatIntervalMs: number;
+  /** Keyed mode: one dispatcher per partition this member owns, by partitionKey. */
+  private readonly dispatchers = new Map<string, KeyedDispatcher>();
+  /**
+   * Keyed mode: calls still running on partitions this member lost, by partitionKey, then key. If a
+   * partition comes back, its keys wait for these, so a key never has two calls here at once.
+   */
+  private readonly leftovers = new Map<string, Map<string, Promise<unknown>>>();
+  /** The member id of the last join; another one means this member was out of the group meanwhile. */
+  private memberId: string | undefined;
 
   constructor(
     private readonly kafka: kafkajs.Kafka,
     private readonly bus: KafkaBusOptions,
     private readonly options: ConsumeOptions,
+    /** Keyed mode's options, or undefined in per-record mode. */
+    private readonly keyed: ResolvedKeyedOptions | undefined,
     /** Offsets to start from on the first join, by partitionKey (see endsOfUncommitted). */
     private readonly startAt: ReadonlyMap<string, string>,
     private readonly log: BusLog,
@@ -249,7 +266,7 @@ class KafkaConsumer {
   /** Graceful: finish running handlers and their commits, then leave the group. */
   async stop(): Promise<void> {
     this.stopped.fire();
-    await Promise.all([...this.inFlight]);
+    await Promise.all([...this.inFlight, ...[...this.dispatchers.values()].map((dispatcher) => dispatcher.stop())]);
     await this.consumer.disconnect();
   }
 
@@ -257,6 +274,8 @@ class KafkaConsumer {
   async abandon(): Promise<void> {
     this.stopped.fire();
     this.abandoned.fire();
+    for (const dispatcher of this.dispatchers.values()) dispatcher.abandon();
+    this.dispatchers.clear();
     await this.consumer.disconnect();
   }
 
@@ -277,6 +296,7 @@ class KafkaConsumer {
       });
       if (replace) void this.replace();
     });
+    if (this.keyed) consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.assigned(consumer, payload.memberId, payload.memberAssignment));
     return consumer;
   }
 
@@ -300,11 +320,117 @@ class KafkaConsumer {
   private async run(consumer: kafkajs.Consumer): Promise<void> {
     await consumer.connect();
     await consumer.subscribe({ topics: [...this.options.topics], fromBeginning: this.options.fromBeginning ?? true });
+    if (this.keyed) {
+      // eachBatch only feeds the dispatcher and returns: a call blocking there would stop kafkajs's
+      // fetcher (it waits for every batch of a fetch) and so every other partition of the broker.
+      // A full dispatcher pauses its partition instead, and kafkajs keeps heartbeating in its fetch loop.
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: (payload) => this.eachBatch(consumer, payload),
+      });
+      return;
+    }
     await consumer.run({
       autoCommit: false,
       partitionsConsumedConcurrently: this.options.partitionsConcurrently ?? 1,
       eachMessage: (payload) => this.eachMessage(consumer, payload),
     });
+  }
+
+  /**
+   * Keyed mode, on every join (kafkajs's eager protocol: all partitions are revoked, then assigned).
+   * A partition kept by the same member keeps its dispatcher: kafkajs fetches again from the
+   * committed offset and the dispatcher skips what it holds. A lost partition's dispatcher is
+   * abandoned: its running calls may finish but never commit, and the new owner gets those
+   * records again from the committed offset. After a new member id (evicted, or a replaced
+   * kafkajs consumer) nothing is kept, since another member may have owned anything meanwhile.
+   */
+  private assigned(consumer: kafkajs.Consumer, memberId: string, assignment: kafkajs.IMemberAssignment): void {
+    if (consumer !== this.consumer) return;
+    const sameMember = memberId === this.memberId;
+    this.memberId = memberId;
+    const owned = new Set(Object.entries(assignment).flatMap(([topic, partitions]) => partitions.map((p) => partitionKey(topic, p))));
+    for (const [key, dispatcher] of this.dispatchers) {
+      if (sameMember && owned.has(key)) {
+        // A commit refused while the group rebalanced goes through now.
+        dispatcher.commitSoon();
+        continue;
+      }
+      this.revoke(key, dispatcher);
+    }
+    // kafkajs keeps a pause across rebalances; a partition without a dispatcher must be read again.
+    const unpause = Object.entries(assignment)
+      .map(([topic, partitions]) => ({ topic, partitions: partitions.filter((p) => !this.dispatchers.has(partitionKey(topic, p))) }))
+      .filter(({ partitions }) => partitions.length > 0);
+    if (unpause.length > 0) consumer.resume(unpause);
+  }
+
+  private revoke(key: string, dispatcher: KeyedDispatcher): void {
+    const busy = dispatcher.busyKeys();
+    dispatcher.abandon();
+    this.dispatchers.delete(key);
+    if (busy.size === 0) return;
+    let leftover = this.leftovers.get(key);
+    if (!leftover) this.leftovers.set(key, (leftover = new Map()));
+    const calls = leftover;
+    for (const [recordKey, running] of busy) {
+      calls.set(recordKey, running);
+      void running.then(() => {
+        if (calls.get(recordKey) === running) calls.delete(recordKey);
+        if (calls.size === 0 && this.leftovers.get(key) === calls) this.leftovers.delete(key);
+      });
+    }
+  }
+
+  private dispatcherFor(topic: string, partition: number): KeyedDispatcher {
+    const key = partitionKey(topic, partition);
+    let dispatcher = this.dispatchers.get(key);
+    if (dispatcher) return dispatcher;
+    const leftover = this.leftovers.get(key);
+    dispatcher = new KeyedDispatcher({
+      groupId: this.options.groupId,
+      topic,
+      partition,
+      keyed: this.keyed!,
+      retry: this.options.retry ?? defaultRetryPolicy,
+      log: this.log,
+      ...(leftover ? { busyKeys: new Map(leftover) } : {}),
+      // Through the current kafkajs consumer, with its generation; a failure (e.g. a rebalance) is
+      // tried again by the dispatcher, and a lost partition's dispatcher is abandoned and stops committing.
+      commit: async (nextOffset) => {
+        await this.consumer.commitOffsets([{ topic, partition, offset: nextOffset.toString() }]);
+      },
+      onCapacity: () => {
+        try {
+          this.consumer.resume([{ topic, partitions: [partition] }]);
+        } catch (error) {
+          // Only before a replaced consumer ran; its join resumes every partition without a dispatcher.
+          this.log({ level: "warn", message: `could not resume ${topic}[${partition}] for group ${this.options.groupId}`, error });
+        }
+      },
+    });
+    this.dispatchers.set(key, dispatcher);
+    return dispatcher;
+  }
+
+  private async eachBatch(consumer: kafkajs.Consumer, { batch, resolveOffset, pause, isRunning, isStale }: kafkajs.EachBatchPayload): Promise<void> {
+    // A batch fetched before a seek, or by a consumer already replaced, is read again properly later.
+    if (consumer !== this.consumer || !isRunning() || isStale()) return;
+    if (this.stopped.fired) {
+      // Left unresolved for the next owner; paused so kafkajs does not fetch it again and again.
+      pause();
+      return;
+    }
+    const dispatcher = this.dispatcherFor(batch.topic, batch.partition);
+    dispatcher.offer(
+      batch.messages.map((message) => toRecord(batch.topic, batch.partition, message)),
+      BigInt(batch.lastOffset()) + 1n,
+    );
+    // The fetch position, not the commit: kafkajs fetches next from the last resolved offset.
+    const position = dispatcher.position;
+    if (position !== undefined) resolveOffset((position - 1n).toString());
+    if (dispatcher.paused) pause();
   }
 
   private eachMessage(consumer: kafkajs.Consumer, payload: kafkajs.EachMessagePayload): Promise<void> {
@@ -330,7 +456,7 @@ class KafkaConsumer {
         let failed = false;
         let failure: unknown;
         try {
-          const result = await this.abandoned.guard(Promise.resolve().then(() => this.options.handler(record)));
+          const result = await this.abandoned.guard(Promise.resolve().then(() => this.options.handler!(record)));
           if (result === interrupted) return;
         } catch (error) {
           failed = true;

@@ -209,6 +209,34 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       expect(mostAtOnce).to.be.at.most(4);
     });
 
+    it("resolves many concurrent publishes, to several topics, and delivers them in per-key call order", async () => {
+      const bus = await open();
+      const invocations = topic("burst-a");
+      const emits = topic("burst-b");
+      await bus.ensureTopics([
+        { name: invocations, partitions: 3 },
+        { name: emits, partitions: 2 },
+      ]);
+      const received = new Received();
+      await consume(bus, { groupId: group("burst"), topics: [invocations, emits], keyed: { handler: async (records) => records.forEach((r) => received.add(r)) } });
+      const keys = Array.from({ length: 10 }, (_, i) => `source-${i}`);
+      const perKey = 30;
+      const publishes: Promise<void>[] = [];
+      // Issued without waiting, one message each: the call order is the order each key must keep.
+      for (let n = 0; n < perKey; n++) {
+        for (const [i, key] of keys.entries()) {
+          publishes.push(bus.publish(i % 2 === 0 ? invocations : emits, [{ key, value: `${key}:${n}` }]));
+        }
+      }
+      await Promise.all(publishes);
+      await received.count(keys.length * perKey, 60_000);
+      for (const [i, key] of keys.entries()) {
+        const records = received.records.filter((r) => r.key === key);
+        expect(new Set(records.map((r) => r.topic)), key).to.deep.equal(new Set([i % 2 === 0 ? invocations : emits]));
+        expect(records.map((r) => Number(r.value.toString().split(":")[1])), key).to.deep.equal(Array.from({ length: perKey }, (_, n) => n));
+      }
+    });
+
     it("splits a group's work between two members, no record handled by both", async () => {
       const nodeA = await open();
       const nodeB = await open();

@@ -1,7 +1,7 @@
-// The Kafka bus on kafkajs 2.2.4: an idempotent producer with acks=-1, consumer groups with
-// auto-commit off. Per-record mode (eachMessage) commits once per record after its handler
-// resolved; keyed mode (eachBatch) feeds one KeyedDispatcher per owned partition and commits its
-// contiguous completed prefix.
+// The Kafka bus on kafkajs 2.2.4: an idempotent producer with acks=-1 that batches concurrent
+// publishes, and consumer groups with auto-commit off. Per-record mode (eachMessage) commits once
+// per record after its handler resolved; keyed mode (eachBatch) feeds one KeyedDispatcher per
+// owned partition and commits its contiguous completed prefix.
 import kafkajs from "kafkajs";
 import { kafkaLogCreator } from "./kafkaLog.js";
 import { partitionForKey, partitionKey } from "../partition.js";
@@ -40,6 +40,14 @@ export interface KafkaBusOptions {
   readonly maxWaitTimeMs?: number;
   /** How long consume() waits for the group join. Default 60000. */
   readonly joinTimeoutMs?: number;
+  /** Publishes arriving within this window share one produce request. Default 2. */
+  readonly lingerMs?: number;
+  /**
+   * Largest estimated size of one shared produce request. Publishes are not split, and one at
+   * least this large goes alone, so a too-large message fails only its own publish. Default 512 KiB
+   * (below the broker's default 1 MB record-batch limit).
+   */
+  readonly maxBatchBytes?: number;
 }
 
 export class ConsumerJoinError extends BusError {
@@ -55,6 +63,7 @@ class KafkaBus implements Bus {
   private readonly kafka: kafkajs.Kafka;
   private readonly log: BusLog;
   private readonly producer: Lazy<kafkajs.Producer>;
+  private readonly produce: ProduceBatcher;
   private readonly admin: Lazy<kafkajs.Admin>;
   private readonly knownTopics = new Set<string>();
   private readonly consumers = new Set<KafkaConsumer>();
@@ -78,6 +87,14 @@ class KafkaBus implements Bus {
         partitionForKey(String(message.key), partitionMetadata.length),
     });
     this.producer = new Lazy(producer);
+    this.produce = new ProduceBatcher(
+      async (topicMessages) => {
+        await (await this.producer.connected()).sendBatch({ acks: -1, topicMessages });
+      },
+      nonNegative("lingerMs", options.lingerMs ?? 2),
+      nonNegative("maxBatchBytes", options.maxBatchBytes ?? 512 * 1024),
+      this.log,
+    );
     this.admin = new Lazy(this.kafka.admin());
   }
 
@@ -104,16 +121,15 @@ class KafkaBus implements Bus {
     this.assertOpen();
     if (messages.length === 0) return;
     await this.assertTopics([topic]);
-    const producer = await this.producer.connected();
-    await producer.send({
+    this.assertOpen();
+    await this.produce.publish(
       topic,
-      acks: -1,
-      messages: messages.map((message) => ({
+      messages.map((message) => ({
         key: message.key,
         value: toBuffer(message.value),
         headers: { ...message.headers },
       })),
-    });
+    );
   }
 
   async consume(options: ConsumeOptions): Promise<BusConsumer> {
@@ -143,6 +159,7 @@ class KafkaBus implements Bus {
     this.closed = true;
     const consumers = [...this.consumers];
     this.consumers.clear();
+    this.produce.close();
     await Promise.all([
       ...consumers.map((consumer) => consumer.abandon()),
       this.producer.client.disconnect(),
@@ -181,6 +198,123 @@ class KafkaBus implements Bus {
   private assertOpen(): void {
     if (this.closed) throw new BusClosedError();
   }
+}
+
+interface QueuedPublish {
+  readonly topic: string;
+  readonly messages: kafkajs.Message[];
+  readonly bytes: number;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Produce batching: publishes arriving within `lingerMs` go out together in one sendBatch, and
+ * each caller's promise settles with the request that carried its messages. One request is in
+ * flight at a time (publishes queued meanwhile form the next one, sent as soon as it returns),
+ * and the queue keeps call order, so per-key order holds across callers as it did with one
+ * request per publish.
+ */
+class ProduceBatcher {
+  private queue: QueuedPublish[] = [];
+  private queuedBytes = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private sending = false;
+  private closed = false;
+
+  constructor(
+    private readonly send: (topicMessages: kafkajs.TopicMessages[]) => Promise<void>,
+    private readonly lingerMs: number,
+    private readonly maxBatchBytes: number,
+    private readonly log: BusLog,
+  ) {}
+
+  publish(topic: string, messages: kafkajs.Message[]): Promise<void> {
+    if (this.closed) return Promise.reject(new BusClosedError());
+    return new Promise((resolve, reject) => {
+      const bytes = messages.reduce((sum, message) => sum + estimatedSize(message), 0);
+      this.queue.push({ topic, messages, bytes, resolve, reject });
+      this.queuedBytes += bytes;
+      this.schedule();
+    });
+  }
+
+  /** Publishes not sent yet reject; a request in flight settles on its own. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const queued = this.queue;
+    this.queue = [];
+    this.queuedBytes = 0;
+    for (const publish of queued) publish.reject(new BusClosedError());
+  }
+
+  private schedule(): void {
+    if (this.sending) return;
+    if (this.queuedBytes >= this.maxBatchBytes) {
+      // A full request waits for nothing more.
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      void this.flush();
+      return;
+    }
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, this.lingerMs);
+  }
+
+  private async flush(): Promise<void> {
+    if (this.sending || this.queue.length === 0) return;
+    this.sending = true;
+    const batch = this.take();
+    const byTopic = new Map<string, kafkajs.Message[]>();
+    for (const { topic, messages } of batch) {
+      const list = byTopic.get(topic);
+      if (list) list.push(...messages);
+      else byTopic.set(topic, [...messages]);
+    }
+    this.log({
+      level: "debug",
+      message: `produce request carrying ${batch.length} publishes`,
+      fields: { publishes: batch.length, messages: batch.reduce((sum, { messages }) => sum + messages.length, 0) },
+    });
+    try {
+      await this.send([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+      for (const publish of batch) publish.resolve();
+    } catch (error) {
+      for (const publish of batch) publish.reject(error);
+    } finally {
+      this.sending = false;
+    }
+    // What queued up meanwhile has waited long enough: it goes out at once.
+    if (this.queue.length > 0) void this.flush();
+  }
+
+  /** The oldest publishes up to maxBatchBytes; at least one, and one at least that large alone. */
+  private take(): QueuedPublish[] {
+    let count = 1;
+    let bytes = this.queue[0]!.bytes;
+    if (bytes < this.maxBatchBytes) {
+      while (count < this.queue.length && bytes + this.queue[count]!.bytes <= this.maxBatchBytes) bytes += this.queue[count++]!.bytes;
+    }
+    const batch = this.queue.splice(0, count);
+    this.queuedBytes -= bytes;
+    return batch;
+  }
+}
+
+/** Bytes a message adds to a produce request, roughly (record overhead included). */
+function estimatedSize(message: kafkajs.Message): number {
+  let size = 70 + Buffer.byteLength(String(message.key ?? "")) + (Buffer.isBuffer(message.value) ? message.value.length : Buffer.byteLength(String(message.value ?? "")));
+  for (const [name, value] of Object.entries(message.headers ?? {})) size += Buffer.byteLength(name) + Buffer.byteLength(String(value ?? ""));
+  return size;
+}
+
+function nonNegative(name: string, value: number): number {
+  if (!Number.isFinite(value) || value < 0) throw new RangeError(`${name} must be a non-negative number, got ${value}`);
+  return value;
 }
 
 /** A kafkajs client connected on first use; a failed connect is tried again by the next use. */

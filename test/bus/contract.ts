@@ -443,6 +443,40 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
         expect(errors[2]).to.be.instanceOf(RangeError);
       });
 
+      it("splits a group's partitions between two keyed members, no record handled by both", async () => {
+        const nodeA = await open();
+        const nodeB = await open();
+        const work = topic("keyed-split");
+        await nodeA.ensureTopics([{ name: work, partitions: 4 }]);
+        const shared = group("keyed-split");
+        const byA = new Calls();
+        const byB = new Calls();
+        await consume(nodeA, { groupId: shared, topics: [work], keyed: { handler: async (records) => byA.add(records) } });
+        await consume(nodeB, { groupId: shared, topics: [work], keyed: { handler: async (records) => byB.add(records) } });
+        await nodeA.publish(work, Array.from({ length: 40 }, (_, i) => ({ key: `source-${i % 20}`, value: `source-${i % 20}:${i}` })));
+        const total = (): number => byA.received.records.length + byB.received.records.length;
+        for (const deadline = Date.now() + 20_000; total() < 40 && Date.now() < deadline; ) await pause(20);
+        await pause(300);
+        expect(total(), "records handled in total").to.equal(40);
+        expect(byA.received.records.length, "jobs on A").to.be.greaterThan(0);
+        expect(byB.received.records.length, "jobs on B").to.be.greaterThan(0);
+        const partitionsA = new Set(byA.received.records.map((r) => r.partition));
+        expect(byB.received.records.filter((r) => partitionsA.has(r.partition))).to.deep.equal([]);
+      });
+
+      it("starts a new keyed group at the end when fromBeginning is false", async () => {
+        const bus = await open();
+        const emits = topic("keyed-latest");
+        await bus.ensureTopics([{ name: emits, partitions: 1 }]);
+        await bus.publish(emits, [{ key: "k", value: "old" }]);
+        const calls = new Calls();
+        await consume(bus, { groupId: group("keyed-latest"), topics: [emits], fromBeginning: false, keyed: { handler: async (records) => calls.add(records) } });
+        await bus.publish(emits, [{ key: "k", value: "new" }]);
+        await calls.received.count(1);
+        await pause(300);
+        expect(calls.received.values()).to.deep.equal(["new"]);
+      });
+
       it("does not let a key whose handler never settles delay another key of the same partition", async () => {
         const bus = await open();
         const invocations = topic("fair");

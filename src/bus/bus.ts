@@ -32,17 +32,46 @@ export interface RetryPolicy {
   readonly maxMs: number;
 }
 
+/**
+ * Per-key consumption. Within a partition, records are read ahead (up to the pending bounds) and
+ * grouped by key. A key never has two handler calls at once and its records are handed over in
+ * offset order; a key without a running call starts at once, so a handler that never settles (or
+ * keeps retrying) for key A does not delay key B on the same partition until the bounds are
+ * reached. When a key's call finishes, the records of that key that arrived meanwhile are the
+ * next batch. A rejected batch is retried (same records, `retry` backoff, logged at error) while
+ * other keys go on. The committed offset is the contiguous completed prefix: everything before
+ * the oldest record whose batch has not resolved, committed coalesced (not once per record). After
+ * a crash everything past it is redelivered, including records of keys that had finished later,
+ * so the handler must dedupe by its own ids.
+ */
+export interface KeyedConsumeOptions {
+  /** Called with every waiting record of one key (same key, offset order, at most maxBatch). */
+  readonly handler: (records: readonly BusRecord[]) => Promise<void>;
+  /** Records read but not yet committed, per partition, before reading pauses (default 10_000). */
+  readonly maxPendingPerPartition?: number;
+  /** Bytes of record values read but not yet committed, per partition, before reading pauses (default 64 MiB). */
+  readonly maxPendingBytesPerPartition?: number;
+  /** Largest batch handed to the handler at once (default 500). */
+  readonly maxBatch?: number;
+}
+
 export interface ConsumeOptions {
   readonly groupId: string;
   readonly topics: readonly string[];
   /**
-   * Called once per record, in offset order within a partition. The offset is committed only
-   * after the returned promise resolved; a rejection is retried (see `retry`), never skipped.
+   * Per-record mode: called once per record, in offset order within a partition, one record of a
+   * partition at a time. The offset is committed only after the returned promise resolved; a
+   * rejection is retried (see `retry`), never skipped. Exactly one of `handler` and `keyed`.
    */
-  readonly handler: (record: BusRecord) => Promise<void>;
+  readonly handler?: (record: BusRecord) => Promise<void>;
+  /** Per-key mode (see KeyedConsumeOptions). Exactly one of `handler` and `keyed`. */
+  readonly keyed?: KeyedConsumeOptions;
   /** Where a group with no committed offset starts: the oldest retained message (default) or the end. */
   readonly fromBeginning?: boolean;
-  /** How many partitions this consumer handles at once (default 1). */
+  /**
+   * Per-record mode: how many partitions this consumer handles at once (default 1). Keyed mode
+   * ignores it: every assigned partition is consumed at once, bounded by the pending bounds.
+   */
   readonly partitionsConcurrently?: number;
   /** Defaults to { initialMs: 200, maxMs: 30_000 }. */
   readonly retry?: RetryPolicy;
@@ -50,8 +79,9 @@ export interface ConsumeOptions {
 
 export interface BusConsumer {
   /**
-   * Leaves the group gracefully: no new records, waits for running handlers and their commits.
-   * A record waiting for a retry is given up uncommitted (another member gets it).
+   * Leaves the group gracefully: no new records (keyed: no new batches), waits for running
+   * handlers and commits what completed. A record or batch waiting for a retry is given up
+   * uncommitted (another member gets it).
    */
   stop(): Promise<void>;
 }
@@ -108,6 +138,31 @@ export class UnknownTopicError extends BusError {
 }
 
 export const defaultRetryPolicy: RetryPolicy = { initialMs: 200, maxMs: 30_000 };
+
+export const keyedDefaults = { maxPendingPerPartition: 10_000, maxPendingBytesPerPartition: 64 * 1024 * 1024, maxBatch: 500 } as const;
+
+/** Keyed options with every default filled in. */
+export type ResolvedKeyedOptions = Required<KeyedConsumeOptions>;
+
+/** Which mode a consume() call asks for; throws when it names neither or both, or a bound is not a positive integer. */
+export function consumeMode(
+  options: ConsumeOptions,
+): { readonly handler: (record: BusRecord) => Promise<void>; readonly keyed?: undefined } | { readonly handler?: undefined; readonly keyed: ResolvedKeyedOptions } {
+  const { handler, keyed } = options;
+  if ((handler === undefined) === (keyed === undefined)) throw new TypeError("consume() takes exactly one of handler and keyed");
+  if (handler !== undefined) return { handler };
+  const resolved = { ...keyedDefaults, ...stripUndefined(keyed!) } as ResolvedKeyedOptions;
+  for (const name of ["maxPendingPerPartition", "maxPendingBytesPerPartition", "maxBatch"] as const) {
+    const value = resolved[name];
+    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`keyed.${name} must be a positive integer, got ${value}`);
+  }
+  if (typeof resolved.handler !== "function") throw new TypeError("keyed.handler must be a function");
+  return { keyed: resolved };
+}
+
+function stripUndefined<T extends object>(object: T): Partial<T> {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
 
 export function toBuffer(value: Buffer | string): Buffer {
   return typeof value === "string" ? Buffer.from(value, "utf8") : value;

@@ -20,13 +20,20 @@ export function namespacedBus(bus: Bus, namespace: string): Bus {
   return {
     ensureTopics: (topics: readonly TopicSpec[]) => bus.ensureTopics(topics.map((t) => ({ ...t, name: outer(t.name) }))),
     publish: (topic: string, messages: readonly OutgoingMessage[]) => bus.publish(outer(topic), messages),
-    consume: (options: ConsumeOptions): Promise<BusConsumer> =>
-      bus.consume({
+    consume: (options: ConsumeOptions): Promise<BusConsumer> => {
+      const { handler, keyed } = options;
+      return bus.consume({
         ...options,
         groupId: outer(options.groupId),
         topics: options.topics.map(outer),
-        handler: (record) => options.handler({ ...record, topic: inner(record.topic) }),
-      }),
+        // Only the mode the caller chose is passed on, so the inner bus validates the same choice.
+        handler: handler && ((record) => handler({ ...record, topic: inner(record.topic) })),
+        keyed: keyed && {
+          ...keyed,
+          handler: (records) => keyed.handler(records.map((record) => ({ ...record, topic: inner(record.topic) }))),
+        },
+      });
+    },
     close: () => bus.close(),
   };
 }

@@ -69,6 +69,30 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** `count` distinct keys that Kafka's partitioner puts on partition `partition` of `partitions`. */
+function keysOnPartition(count: number, partitions: number, partition = 0, prefix = "source"): string[] {
+  const keys: string[] = [];
+  for (let i = 0; keys.length < count; i++) {
+    if (partitionForKey(`${prefix}-${i}`, partitions) === partition) keys.push(`${prefix}-${i}`);
+  }
+  return keys;
+}
+
+/** Keyed handler calls, as value lists, plus every record handed over. */
+class Calls {
+  readonly calls: string[][] = [];
+  readonly received = new Received();
+
+  add(records: readonly BusRecord[]): void {
+    this.calls.push(records.map((record) => record.value.toString()));
+    for (const record of records) this.received.add(record);
+  }
+
+  of(key: string): string[][] {
+    return this.calls.filter((values) => values[0]!.startsWith(`${key}:`));
+  }
+}
+
 export function describeBusContract(name: string, setup: () => Promise<BusFixture>, options: BusContractOptions): void {
   describe(`Bus contract: ${name}`, function () {
     this.timeout(options.timeoutMs);
@@ -183,6 +207,34 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       }
       expect(mostAtOnce, "handlers running at once").to.be.greaterThan(1);
       expect(mostAtOnce).to.be.at.most(4);
+    });
+
+    it("resolves many concurrent publishes, to several topics, and delivers them in per-key call order", async () => {
+      const bus = await open();
+      const invocations = topic("burst-a");
+      const emits = topic("burst-b");
+      await bus.ensureTopics([
+        { name: invocations, partitions: 3 },
+        { name: emits, partitions: 2 },
+      ]);
+      const received = new Received();
+      await consume(bus, { groupId: group("burst"), topics: [invocations, emits], keyed: { handler: async (records) => records.forEach((r) => received.add(r)) } });
+      const keys = Array.from({ length: 10 }, (_, i) => `source-${i}`);
+      const perKey = 30;
+      const publishes: Promise<void>[] = [];
+      // Issued without waiting, one message each: the call order is the order each key must keep.
+      for (let n = 0; n < perKey; n++) {
+        for (const [i, key] of keys.entries()) {
+          publishes.push(bus.publish(i % 2 === 0 ? invocations : emits, [{ key, value: `${key}:${n}` }]));
+        }
+      }
+      await Promise.all(publishes);
+      await received.count(keys.length * perKey, 60_000);
+      for (const [i, key] of keys.entries()) {
+        const records = received.records.filter((r) => r.key === key);
+        expect(new Set(records.map((r) => r.topic)), key).to.deep.equal(new Set([i % 2 === 0 ? invocations : emits]));
+        expect(records.map((r) => Number(r.value.toString().split(":")[1])), key).to.deep.equal(Array.from({ length: perKey }, (_, n) => n));
+      }
     });
 
     it("splits a group's work between two members, no record handled by both", async () => {
@@ -372,6 +424,350 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       await received.count(1);
       await pause(300);
       expect(received.values()).to.deep.equal(["new"]);
+    });
+
+    describe("keyed mode", () => {
+      it("takes exactly one of handler and keyed, with positive bounds", async () => {
+        const bus = await open();
+        const jobs = topic("mode");
+        await bus.ensureTopics([{ name: jobs, partitions: 1 }]);
+        const handler = async (): Promise<void> => {};
+        const attempts = [
+          bus.consume({ groupId: group("neither"), topics: [jobs] }),
+          bus.consume({ groupId: group("both"), topics: [jobs], handler, keyed: { handler } }),
+          bus.consume({ groupId: group("bound"), topics: [jobs], keyed: { handler, maxBatch: 0 } }),
+        ];
+        const errors = await Promise.all(attempts.map((attempt) => attempt.then(() => undefined, (error: unknown) => error)));
+        expect(errors[0]).to.be.instanceOf(TypeError);
+        expect(errors[1]).to.be.instanceOf(TypeError);
+        expect(errors[2]).to.be.instanceOf(RangeError);
+      });
+
+      it("splits a group's partitions between two keyed members, no record handled by both", async () => {
+        const nodeA = await open();
+        const nodeB = await open();
+        const work = topic("keyed-split");
+        await nodeA.ensureTopics([{ name: work, partitions: 4 }]);
+        const shared = group("keyed-split");
+        const byA = new Calls();
+        const byB = new Calls();
+        await consume(nodeA, { groupId: shared, topics: [work], keyed: { handler: async (records) => byA.add(records) } });
+        await consume(nodeB, { groupId: shared, topics: [work], keyed: { handler: async (records) => byB.add(records) } });
+        await nodeA.publish(work, Array.from({ length: 40 }, (_, i) => ({ key: `source-${i % 20}`, value: `source-${i % 20}:${i}` })));
+        const total = (): number => byA.received.records.length + byB.received.records.length;
+        for (const deadline = Date.now() + 20_000; total() < 40 && Date.now() < deadline; ) await pause(20);
+        await pause(300);
+        expect(total(), "records handled in total").to.equal(40);
+        expect(byA.received.records.length, "jobs on A").to.be.greaterThan(0);
+        expect(byB.received.records.length, "jobs on B").to.be.greaterThan(0);
+        const partitionsA = new Set(byA.received.records.map((r) => r.partition));
+        expect(byB.received.records.filter((r) => partitionsA.has(r.partition))).to.deep.equal([]);
+      });
+
+      it("starts a new keyed group at the end when fromBeginning is false", async () => {
+        const bus = await open();
+        const emits = topic("keyed-latest");
+        await bus.ensureTopics([{ name: emits, partitions: 1 }]);
+        await bus.publish(emits, [{ key: "k", value: "old" }]);
+        const calls = new Calls();
+        await consume(bus, { groupId: group("keyed-latest"), topics: [emits], fromBeginning: false, keyed: { handler: async (records) => calls.add(records) } });
+        await bus.publish(emits, [{ key: "k", value: "new" }]);
+        await calls.received.count(1);
+        await pause(300);
+        expect(calls.received.values()).to.deep.equal(["new"]);
+      });
+
+      it("does not let a key whose handler never settles delay another key of the same partition", async () => {
+        const bus = await open();
+        const invocations = topic("fair");
+        await bus.ensureTopics([{ name: invocations, partitions: 4 }]);
+        const [stuck, other] = keysOnPartition(2, 4, 1);
+        const never = deferred();
+        const calls = new Calls();
+        try {
+          await consume(bus, {
+            groupId: group("fair"),
+            topics: [invocations],
+            keyed: {
+              handler: async (records) => {
+                calls.add(records);
+                if (records[0]!.key === stuck) await never.promise;
+              },
+            },
+          });
+          await bus.publish(invocations, [{ key: stuck, value: `${stuck}:0` }]);
+          await calls.received.count(1);
+          await bus.publish(invocations, [
+            { key: other, value: `${other}:0` },
+            { key: stuck, value: `${stuck}:1` },
+            { key: other, value: `${other}:1` },
+          ]);
+          await calls.received.until((records) => records.filter((r) => r.key === other).length === 2, `both records of ${other}`, 10_000);
+          expect(calls.of(other).flat()).to.deep.equal([`${other}:0`, `${other}:1`]);
+          // The stuck key's second record waits for its first call, which never ends.
+          expect(calls.of(stuck)).to.deep.equal([[`${stuck}:0`]]);
+          expect(calls.received.records.every((r) => r.partition === 1)).to.equal(true);
+        } finally {
+          never.resolve();
+        }
+      });
+
+      it("keeps per-key order across many keys and batches, never running one key twice at once", async () => {
+        const bus = await open();
+        const emits = topic("keyed-order");
+        await bus.ensureTopics([{ name: emits, partitions: 2 }]);
+        const keys = Array.from({ length: 12 }, (_, i) => `emitter-${i}`);
+        const perKey = 25;
+        const calls = new Calls();
+        const running = new Set<string>();
+        const overlaps: string[] = [];
+        const runningPerPartition = new Map<number, number>();
+        let mostAtOnceInOnePartition = 0;
+        await consume(bus, {
+          groupId: group("keyed-order"),
+          topics: [emits],
+          keyed: {
+            maxBatch: 7,
+            handler: async (records) => {
+              const { key, partition } = records[0]!;
+              if (running.has(key)) overlaps.push(key);
+              running.add(key);
+              const now = (runningPerPartition.get(partition) ?? 0) + 1;
+              runningPerPartition.set(partition, now);
+              mostAtOnceInOnePartition = Math.max(mostAtOnceInOnePartition, now);
+              await pause(2 + (records.length % 4));
+              runningPerPartition.set(partition, runningPerPartition.get(partition)! - 1);
+              running.delete(key);
+              calls.add(records);
+            },
+          },
+        });
+        for (let round = 0; round < perKey; round += 5) {
+          const batch = [];
+          for (let n = round; n < round + 5; n++) for (const key of keys) batch.push({ key, value: `${key}:${n}` });
+          await bus.publish(emits, batch);
+        }
+        await calls.received.count(keys.length * perKey, 60_000);
+        for (const key of keys) {
+          const sequence = calls.of(key).flat().map((value) => Number(value.split(":")[1]));
+          expect(sequence, key).to.deep.equal(Array.from({ length: perKey }, (_, n) => n));
+        }
+        expect(calls.calls.every((values) => values.length <= 7), "batches of at most maxBatch").to.equal(true);
+        expect(overlaps, "keys with two calls at once").to.deep.equal([]);
+        expect(mostAtOnceInOnePartition, "calls running at once in one partition").to.be.greaterThan(1);
+      });
+
+      it("hands over every record that waited for a key's running call, in order, at most maxBatch per call", async () => {
+        const bus = await open();
+        const deliveries = topic("batching");
+        await bus.ensureTopics([{ name: deliveries, partitions: 2 }]);
+        const [held, marker] = keysOnPartition(2, 2, 0, "listener");
+        const firstCall = deferred();
+        const release = deferred();
+        const calls = new Calls();
+        await consume(bus, {
+          groupId: group("batching"),
+          topics: [deliveries],
+          keyed: {
+            maxBatch: 20,
+            handler: async (records) => {
+              const first = calls.of(held!).length === 0 && records[0]!.key === held;
+              calls.add(records);
+              if (first) {
+                firstCall.resolve();
+                await release.promise;
+              }
+            },
+          },
+        });
+        await bus.publish(deliveries, [{ key: held!, value: `${held}:0` }]);
+        await firstCall.promise;
+        const rest = Array.from({ length: 50 }, (_, i) => ({ key: held!, value: `${held}:${i + 1}` }));
+        // The marker comes after the 50 in the partition: once it was handed over, all 50 were read.
+        await bus.publish(deliveries, [...rest, { key: marker!, value: `${marker}:0` }]);
+        await calls.received.until((records) => records.some((r) => r.key === marker), "the marker");
+        expect(calls.of(held!)).to.have.length(1);
+        release.resolve();
+        await calls.received.until((records) => records.filter((r) => r.key === held).length === 51, "all 51 records of the held key");
+        const batches = calls.of(held!);
+        expect(batches.map((values) => values.length)).to.deep.equal([1, 20, 20, 10]);
+        expect(batches.flat()).to.deep.equal(Array.from({ length: 51 }, (_, i) => `${held}:${i}`));
+      });
+
+      it("commits the contiguous completed prefix only: a crash redelivers the unfinished key and everything after it", async () => {
+        const nodeA = await open();
+        const jobs = topic("prefix");
+        const workers = group("prefix");
+        await nodeA.ensureTopics([{ name: jobs, partitions: 1 }]);
+        const never = deferred();
+        const first = new Calls();
+        try {
+          await nodeA.consume({
+            groupId: workers,
+            topics: [jobs],
+            keyed: {
+              handler: async (records) => {
+                first.add(records);
+                if (records[0]!.key === "a") await never.promise;
+              },
+            },
+          });
+          // Offsets: b:0 at 0, a:0 at 1, b:1 at 2, b:2 at 3.
+          await nodeA.publish(jobs, [
+            { key: "b", value: "b:0" },
+            { key: "a", value: "a:0" },
+            { key: "b", value: "b:1" },
+            { key: "b", value: "b:2" },
+          ]);
+          await first.received.count(4);
+          // Time for the coalesced commit of offset 1 (b:0 done, a:0 running).
+          await pause(1000);
+          await nodeA.close();
+
+          const nodeB = await open();
+          const second = new Calls();
+          await nodeB.consume({ groupId: workers, topics: [jobs], keyed: { handler: async (records) => second.add(records) } });
+          await second.received.count(3);
+          await pause(500);
+          expect(second.received.values().sort()).to.deep.equal(["a:0", "b:1", "b:2"]);
+          expect(second.received.records.map((r) => r.offset).sort()).to.deep.equal(["1", "2", "3"]);
+          // Everything finished now: after its commit, a crash redelivers nothing.
+          await pause(1000);
+          await nodeB.close();
+
+          const nodeC = await open();
+          const third = new Calls();
+          await consume(nodeC, { groupId: workers, topics: [jobs], keyed: { handler: async (records) => third.add(records) } });
+          await nodeC.publish(jobs, [{ key: "c", value: "c:0" }]);
+          await third.received.count(1);
+          await pause(500);
+          expect(third.received.values()).to.deep.equal(["c:0"]);
+        } finally {
+          never.resolve();
+        }
+      });
+
+      it("retries a rejected batch with the same records while other keys of the partition go on", async () => {
+        const logged: BusLogEntry[] = [];
+        const bus = await open((entry) => logged.push(entry));
+        const deliveries = topic("keyed-retry");
+        await bus.ensureTopics([{ name: deliveries, partitions: 1 }]);
+        const attempts: { values: string[]; at: number }[] = [];
+        const calls = new Calls();
+        const firstFailure = deferred();
+        await consume(bus, {
+          groupId: group("keyed-retry"),
+          topics: [deliveries],
+          retry: { initialMs: 400, maxMs: 800 },
+          keyed: {
+            handler: async (records) => {
+              if (records[0]!.key === "flaky") {
+                attempts.push({ values: records.map((r) => r.value.toString()), at: Date.now() });
+                if (attempts.length < 3) {
+                  firstFailure.resolve();
+                  throw new Error("receiver returned 503");
+                }
+              }
+              calls.add(records);
+            },
+          },
+        });
+        await bus.publish(deliveries, [
+          { key: "flaky", value: "flaky:0" },
+          { key: "flaky", value: "flaky:1" },
+          { key: "steady", value: "steady:0" },
+        ]);
+        await firstFailure.promise;
+        await bus.publish(deliveries, [{ key: "steady", value: "steady:1" }]);
+        await calls.received.until((records) => records.some((r) => r.key === "flaky"), "the flaky batch");
+        expect(attempts.map((attempt) => attempt.values)).to.deep.equal([
+          ["flaky:0", "flaky:1"],
+          ["flaky:0", "flaky:1"],
+          ["flaky:0", "flaky:1"],
+        ]);
+        // The other key was handled while the flaky one waited for its retries.
+        expect(calls.received.values()).to.deep.equal(["steady:0", "steady:1", "flaky:0", "flaky:1"]);
+        expect(attempts[1]!.at - attempts[0]!.at).to.be.at.least(190);
+        const failures = logged.filter((entry) => entry.level === "error" && /failed/.test(entry.message));
+        expect(failures).to.have.length(2);
+        expect((failures[0]!.error as Error).message).to.equal("receiver returned 503");
+      });
+
+      it("pauses reading at maxPendingPerPartition and resumes once handlers complete", async () => {
+        const bus = await open();
+        const jobs = topic("bounded");
+        await bus.ensureTopics([{ name: jobs, partitions: 1 }]);
+        const held: (() => void)[] = [];
+        let released = false;
+        let outstanding = 0;
+        let mostOutstanding = 0;
+        const calls = new Calls();
+        await consume(bus, {
+          groupId: group("bounded"),
+          topics: [jobs],
+          keyed: {
+            maxPendingPerPartition: 10,
+            handler: async (records) => {
+              outstanding += records.length;
+              mostOutstanding = Math.max(mostOutstanding, outstanding);
+              calls.add(records);
+              if (!released) await new Promise<void>((resolve) => held.push(resolve));
+              outstanding -= records.length;
+            },
+          },
+        });
+        await bus.publish(jobs, Array.from({ length: 30 }, (_, i) => ({ key: `k${i}`, value: `k${i}:0` })));
+        await calls.received.count(10);
+        // Long enough for several fetches (Kafka waits up to 1 s per fetch).
+        await pause(2500);
+        expect(calls.received.records).to.have.length(10);
+        released = true;
+        for (const release of held.splice(0)) release();
+        await calls.received.count(30, 30_000);
+        expect(mostOutstanding).to.be.at.most(10);
+        expect(calls.received.values()).to.deep.equal(Array.from({ length: 30 }, (_, i) => `k${i}:0`));
+      });
+
+      it("lets a graceful stop finish running calls and commit them, leaving waiting records for the next consumer", async () => {
+        const nodeA = await open();
+        const jobs = topic("keyed-drain");
+        const workers = group("keyed-drain");
+        await nodeA.ensureTopics([{ name: jobs, partitions: 1 }]);
+        const started = deferred();
+        const finished: string[] = [];
+        const calls = new Calls();
+        const consumerA = await nodeA.consume({
+          groupId: workers,
+          topics: [jobs],
+          keyed: {
+            handler: async (records) => {
+              calls.add(records);
+              if (records[0]!.value.toString() === "a:0") {
+                started.resolve();
+                await pause(300);
+              }
+              finished.push(...records.map((r) => r.value.toString()));
+            },
+          },
+        });
+        await nodeA.publish(jobs, [{ key: "a", value: "a:0" }]);
+        await started.promise;
+        // a:1 waits behind a:0's call; b:0 after it is handled at once, so a:1 was read by then.
+        await nodeA.publish(jobs, [
+          { key: "a", value: "a:1" },
+          { key: "b", value: "b:0" },
+        ]);
+        await calls.received.until((records) => records.some((r) => r.key === "b"), "b:0");
+        await consumerA.stop();
+        expect(finished.sort()).to.deep.equal(["a:0", "b:0"]);
+
+        const received = new Calls();
+        await consume(nodeA, { groupId: workers, topics: [jobs], keyed: { handler: async (records) => received.add(records) } });
+        await received.received.count(2);
+        await pause(300);
+        // a:0 was committed by the stop; a:1 never ran, so it and everything after it come again.
+        expect(received.received.values().sort()).to.deep.equal(["a:1", "b:0"]);
+      });
     });
 
     describe("request/reply", () => {

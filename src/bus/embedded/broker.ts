@@ -1,18 +1,25 @@
 // The in-process broker over one log file: consumer groups, their members and one worker per
 // (group, topic partition). A single worker per partition is what keeps per-key order and makes
 // sure no two members of a group handle the same record at once; publish wakes the workers of
-// the partitions it wrote to, so nothing polls.
+// the partitions it wrote to, so nothing polls. For a member in keyed mode the worker reads ahead
+// into that member's KeyedDispatcher for the partition instead of delivering record by record.
 import { assignPartitions } from "./assignment.js";
 import { partitionKey } from "../partition.js";
 import { MessageLog } from "./messageLog.js";
 import { Interrupter, Slots, interrupted } from "../interrupter.js";
+import { KeyedDispatcher } from "../keyedDispatcher.js";
 import { retryDelay } from "../retry.js";
-import type { BusLog, BusRecord, OutgoingMessage, RetryPolicy } from "../bus.js";
+import { BusClosedError, type BusLog, type BusRecord, type OutgoingMessage, type ResolvedKeyedOptions, type RetryPolicy } from "../bus.js";
 
 type Outcome = "committed" | "given-up" | "abandoned";
 
 /** How many records a worker reads per query. */
 const readBatch = 64;
+/** How many records a keyed worker reads per query (fewer when the pending bound leaves less room). */
+const readAheadBatch = 256;
+
+/** What a member does with records: one at a time, or per key (see KeyedConsumeOptions). */
+export type MemberMode = { readonly handler: (record: BusRecord) => Promise<void> } | { readonly keyed: ResolvedKeyedOptions };
 
 export class Member {
   /** Fired by a graceful stop: no new records, retries give up. */
@@ -21,17 +28,51 @@ export class Member {
   readonly abandoned = new Interrupter();
   private readonly slots: Slots;
   private readonly inFlight = new Set<Promise<Outcome>>();
+  private readonly dispatchers = new Set<KeyedDispatcher>();
 
   constructor(
     readonly id: number,
     readonly group: Group,
     readonly topics: ReadonlySet<string>,
-    private readonly handler: (record: BusRecord) => Promise<void>,
+    private readonly mode: MemberMode,
     concurrency: number,
     private readonly retry: RetryPolicy,
     private readonly log: BusLog,
   ) {
     this.slots = new Slots(concurrency);
+  }
+
+  get keyed(): boolean {
+    return "keyed" in this.mode;
+  }
+
+  /** Keyed mode: the dispatcher for a partition this member was just given, reading from `start`. */
+  dispatcher(topic: string, partition: number, start: number, wake: () => void): KeyedDispatcher {
+    if (!("keyed" in this.mode)) throw new Error("dispatcher() of a member in per-record mode");
+    const { broker } = this.group;
+    const dispatcher = new KeyedDispatcher({
+      groupId: this.group.id,
+      topic,
+      partition,
+      keyed: this.mode.keyed,
+      retry: this.retry,
+      log: this.log,
+      start: BigInt(start),
+      commit: async (nextOffset) => {
+        if (broker.closed) throw new BusClosedError();
+        await broker.log.batch.run(() => broker.log.commit(this.group.id, topic, partition, Number(nextOffset)));
+      },
+      onCapacity: wake,
+    });
+    if (this.abandoned.fired) dispatcher.abandon();
+    this.dispatchers.add(dispatcher);
+    return dispatcher;
+  }
+
+  /** Hands a partition on: running calls finish and commit first, so the next owner starts after them. */
+  async release(dispatcher: KeyedDispatcher): Promise<void> {
+    await dispatcher.stop();
+    this.dispatchers.delete(dispatcher);
   }
 
   deliver(record: BusRecord): Promise<Outcome> {
@@ -42,12 +83,14 @@ export class Member {
   }
 
   private async handle(record: BusRecord): Promise<Outcome> {
+    if (!("handler" in this.mode)) throw new Error("deliver() to a member in keyed mode");
+    const { handler } = this.mode;
     if (!(await this.slots.acquire(this.stopped))) return "given-up";
     try {
       for (let attempt = 1; ; attempt++) {
         let failure: unknown;
         try {
-          const result = await this.abandoned.guard(Promise.resolve().then(() => this.handler(record)));
+          const result = await this.abandoned.guard(Promise.resolve().then(() => handler(record)));
           if (result === interrupted || this.group.broker.closed) return "abandoned";
           const log = this.group.broker.log;
           await log.batch.run(() => log.commit(this.group.id, record.topic, record.partition, Number(record.offset) + 1));
@@ -73,7 +116,7 @@ export class Member {
       this.stopped.fire();
       this.group.membershipChanged();
     }
-    await Promise.all([...this.inFlight]);
+    await Promise.all([...this.inFlight, ...[...this.dispatchers].map((dispatcher) => dispatcher.stop())]);
     this.group.leave(this);
   }
 
@@ -81,6 +124,7 @@ export class Member {
   abandon(): void {
     this.stopped.fire();
     this.abandoned.fire();
+    for (const dispatcher of this.dispatchers) dispatcher.abandon();
     this.group.leave(this);
   }
 }
@@ -88,6 +132,8 @@ export class Member {
 class PartitionWorker {
   private wakeup: (() => void) | undefined;
   private wakePending = false;
+  /** Keyed mode: the owner's dispatcher, fed from `next` on. */
+  private keyed: { readonly owner: Member; readonly dispatcher: KeyedDispatcher } | undefined;
   readonly done: Promise<void>;
 
   constructor(
@@ -122,10 +168,24 @@ class PartitionWorker {
     for (;;) {
       // Checked and acted on synchronously, so a member joining meanwhile finds no stale worker.
       if (broker.closed || !this.group.subscribes(this.topic)) {
+        // The stopping member's stop() waits for this dispatcher; nothing here needs it any more.
+        if (this.keyed) void this.keyed.owner.release(this.keyed.dispatcher);
         this.group.workerDone(this);
         return;
       }
       const owner = this.group.ownerOf(this.topic, this.partition);
+      if (this.keyed && this.keyed.owner !== owner) {
+        // The partition moves (or its owner stops): the old owner's running calls finish and commit,
+        // then reading restarts at the commit, so the next owner gets everything not done.
+        await this.keyed.owner.release(this.keyed.dispatcher);
+        this.keyed = undefined;
+        if (!broker.closed) this.next = broker.log.startOffset(this.group.id, this.topic, this.partition, true);
+        continue;
+      }
+      if (owner?.keyed) {
+        await this.readAhead(owner);
+        continue;
+      }
       const records = owner ? broker.log.read(this.topic, this.partition, this.next, readBatch) : [];
       if (!owner || records.length === 0) {
         await this.sleep();
@@ -137,6 +197,19 @@ class PartitionWorker {
         this.next = Number(record.offset) + 1;
       }
     }
+  }
+
+  /** Keyed mode: reads what the pending bounds admit into the owner's dispatcher, or sleeps until there is more to read or room. */
+  private async readAhead(owner: Member): Promise<void> {
+    this.keyed ??= { owner, dispatcher: owner.dispatcher(this.topic, this.partition, this.next, () => this.wake()) };
+    const { dispatcher } = this.keyed;
+    const records = dispatcher.paused ? [] : this.group.broker.log.read(this.topic, this.partition, this.next, Math.min(dispatcher.room, readAheadBatch));
+    if (records.length === 0) {
+      await this.sleep();
+      return;
+    }
+    dispatcher.offer(records);
+    this.next = Number(dispatcher.position);
   }
 }
 

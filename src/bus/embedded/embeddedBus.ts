@@ -6,6 +6,7 @@ import { EmbeddedBroker, Member } from "./broker.js";
 import { MessageLog } from "./messageLog.js";
 import {
   BusClosedError,
+  consumeMode,
   defaultRetryPolicy,
   stderrErrorLog,
   type Bus,
@@ -73,13 +74,14 @@ class EmbeddedBus implements Bus {
 
   async consume(options: ConsumeOptions): Promise<BusConsumer> {
     this.assertOpen();
+    const mode = consumeMode(options);
     for (const topic of options.topics) this.broker.log.partitions(topic);
     const group = this.broker.group(options.groupId);
     const member = new Member(
       this.broker.memberId(),
       group,
       new Set(options.topics),
-      options.handler,
+      mode.keyed ? { keyed: mode.keyed } : { handler: mode.handler },
       options.partitionsConcurrently ?? 1,
       options.retry ?? defaultRetryPolicy,
       this.log,

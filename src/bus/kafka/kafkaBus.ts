@@ -1,14 +1,18 @@
-// The Kafka bus on kafkajs 2.2.4: an idempotent producer with acks=-1, consumer groups with
-// auto-commit off and one explicit commit per record after its handler resolved.
+// The Kafka bus on kafkajs 2.2.4: an idempotent producer with acks=-1 that batches concurrent
+// publishes, and consumer groups with auto-commit off. Per-record mode (eachMessage) commits once
+// per record after its handler resolved; keyed mode (eachBatch) feeds one KeyedDispatcher per
+// owned partition and commits its contiguous completed prefix.
 import kafkajs from "kafkajs";
 import { kafkaLogCreator } from "./kafkaLog.js";
 import { partitionForKey, partitionKey } from "../partition.js";
 import { Interrupter, interrupted } from "../interrupter.js";
+import { KeyedDispatcher } from "../keyedDispatcher.js";
 import { retryDelay } from "../retry.js";
 import {
   BusClosedError,
   BusError,
   UnknownTopicError,
+  consumeMode,
   defaultRetryPolicy,
   stderrErrorLog,
   toBuffer,
@@ -18,6 +22,7 @@ import {
   type BusRecord,
   type ConsumeOptions,
   type OutgoingMessage,
+  type ResolvedKeyedOptions,
   type TopicSpec,
 } from "../bus.js";
 
@@ -35,6 +40,14 @@ export interface KafkaBusOptions {
   readonly maxWaitTimeMs?: number;
   /** How long consume() waits for the group join. Default 60000. */
   readonly joinTimeoutMs?: number;
+  /** Publishes arriving within this window share one produce request. Default 2. */
+  readonly lingerMs?: number;
+  /**
+   * Largest estimated size of one shared produce request. Publishes are not split, and one at
+   * least this large goes alone, so a too-large message fails only its own publish. Default 512 KiB
+   * (below the broker's default 1 MB record-batch limit).
+   */
+  readonly maxBatchBytes?: number;
 }
 
 export class ConsumerJoinError extends BusError {
@@ -50,6 +63,7 @@ class KafkaBus implements Bus {
   private readonly kafka: kafkajs.Kafka;
   private readonly log: BusLog;
   private readonly producer: Lazy<kafkajs.Producer>;
+  private readonly produce: ProduceBatcher;
   private readonly admin: Lazy<kafkajs.Admin>;
   private readonly knownTopics = new Set<string>();
   private readonly consumers = new Set<KafkaConsumer>();
@@ -73,6 +87,14 @@ class KafkaBus implements Bus {
         partitionForKey(String(message.key), partitionMetadata.length),
     });
     this.producer = new Lazy(producer);
+    this.produce = new ProduceBatcher(
+      async (topicMessages) => {
+        await (await this.producer.connected()).sendBatch({ acks: -1, topicMessages });
+      },
+      nonNegative("lingerMs", options.lingerMs ?? 2),
+      nonNegative("maxBatchBytes", options.maxBatchBytes ?? 512 * 1024),
+      this.log,
+    );
     this.admin = new Lazy(this.kafka.admin());
   }
 
@@ -99,23 +121,23 @@ class KafkaBus implements Bus {
     this.assertOpen();
     if (messages.length === 0) return;
     await this.assertTopics([topic]);
-    const producer = await this.producer.connected();
-    await producer.send({
+    this.assertOpen();
+    await this.produce.publish(
       topic,
-      acks: -1,
-      messages: messages.map((message) => ({
+      messages.map((message) => ({
         key: message.key,
         value: toBuffer(message.value),
         headers: { ...message.headers },
       })),
-    });
+    );
   }
 
   async consume(options: ConsumeOptions): Promise<BusConsumer> {
     this.assertOpen();
+    const mode = consumeMode(options);
     await this.assertTopics(options.topics);
     const startAt = options.fromBeginning === false ? await this.endsOfUncommitted(options.groupId, options.topics) : new Map<string, string>();
-    const consumer = new KafkaConsumer(this.kafka, this.options, options, startAt, this.log);
+    const consumer = new KafkaConsumer(this.kafka, this.options, options, mode.keyed, startAt, this.log);
     this.consumers.add(consumer);
     try {
       await consumer.start();
@@ -137,6 +159,7 @@ class KafkaBus implements Bus {
     this.closed = true;
     const consumers = [...this.consumers];
     this.consumers.clear();
+    this.produce.close();
     await Promise.all([
       ...consumers.map((consumer) => consumer.abandon()),
       this.producer.client.disconnect(),
@@ -177,6 +200,123 @@ class KafkaBus implements Bus {
   }
 }
 
+interface QueuedPublish {
+  readonly topic: string;
+  readonly messages: kafkajs.Message[];
+  readonly bytes: number;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Produce batching: publishes arriving within `lingerMs` go out together in one sendBatch, and
+ * each caller's promise settles with the request that carried its messages. One request is in
+ * flight at a time (publishes queued meanwhile form the next one, sent as soon as it returns),
+ * and the queue keeps call order, so per-key order holds across callers as it did with one
+ * request per publish.
+ */
+class ProduceBatcher {
+  private queue: QueuedPublish[] = [];
+  private queuedBytes = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private sending = false;
+  private closed = false;
+
+  constructor(
+    private readonly send: (topicMessages: kafkajs.TopicMessages[]) => Promise<void>,
+    private readonly lingerMs: number,
+    private readonly maxBatchBytes: number,
+    private readonly log: BusLog,
+  ) {}
+
+  publish(topic: string, messages: kafkajs.Message[]): Promise<void> {
+    if (this.closed) return Promise.reject(new BusClosedError());
+    return new Promise((resolve, reject) => {
+      const bytes = messages.reduce((sum, message) => sum + estimatedSize(message), 0);
+      this.queue.push({ topic, messages, bytes, resolve, reject });
+      this.queuedBytes += bytes;
+      this.schedule();
+    });
+  }
+
+  /** Publishes not sent yet reject; a request in flight settles on its own. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const queued = this.queue;
+    this.queue = [];
+    this.queuedBytes = 0;
+    for (const publish of queued) publish.reject(new BusClosedError());
+  }
+
+  private schedule(): void {
+    if (this.sending) return;
+    if (this.queuedBytes >= this.maxBatchBytes) {
+      // A full request waits for nothing more.
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      void this.flush();
+      return;
+    }
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, this.lingerMs);
+  }
+
+  private async flush(): Promise<void> {
+    if (this.sending || this.queue.length === 0) return;
+    this.sending = true;
+    const batch = this.take();
+    const byTopic = new Map<string, kafkajs.Message[]>();
+    for (const { topic, messages } of batch) {
+      const list = byTopic.get(topic);
+      if (list) list.push(...messages);
+      else byTopic.set(topic, [...messages]);
+    }
+    this.log({
+      level: "debug",
+      message: `produce request carrying ${batch.length} publishes`,
+      fields: { publishes: batch.length, messages: batch.reduce((sum, { messages }) => sum + messages.length, 0) },
+    });
+    try {
+      await this.send([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+      for (const publish of batch) publish.resolve();
+    } catch (error) {
+      for (const publish of batch) publish.reject(error);
+    } finally {
+      this.sending = false;
+    }
+    // What queued up meanwhile has waited long enough: it goes out at once.
+    if (this.queue.length > 0) void this.flush();
+  }
+
+  /** The oldest publishes up to maxBatchBytes; at least one, and one at least that large alone. */
+  private take(): QueuedPublish[] {
+    let count = 1;
+    let bytes = this.queue[0]!.bytes;
+    if (bytes < this.maxBatchBytes) {
+      while (count < this.queue.length && bytes + this.queue[count]!.bytes <= this.maxBatchBytes) bytes += this.queue[count++]!.bytes;
+    }
+    const batch = this.queue.splice(0, count);
+    this.queuedBytes -= bytes;
+    return batch;
+  }
+}
+
+/** Bytes a message adds to a produce request, roughly (record overhead included). */
+function estimatedSize(message: kafkajs.Message): number {
+  let size = 70 + Buffer.byteLength(String(message.key ?? "")) + (Buffer.isBuffer(message.value) ? message.value.length : Buffer.byteLength(String(message.value ?? "")));
+  for (const [name, value] of Object.entries(message.headers ?? {})) size += Buffer.byteLength(name) + Buffer.byteLength(String(value ?? ""));
+  return size;
+}
+
+function nonNegative(name: string, value: number): number {
+  if (!Number.isFinite(value) || value < 0) throw new RangeError(`${name} must be a non-negative number, got ${value}`);
+  return value;
+}
+
 /** A kafkajs client connected on first use; a failed connect is tried again by the next use. */
 class Lazy<T extends { connect(): Promise<void> }> {
   private connecting: Promise<void> | undefined;
@@ -201,11 +341,22 @@ class KafkaConsumer {
   private readonly abandoned = new Interrupter();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly heartbeatIntervalMs: number;
+  /** Keyed mode: one dispatcher per partition this member owns, by partitionKey. */
+  private readonly dispatchers = new Map<string, KeyedDispatcher>();
+  /**
+   * Keyed mode: calls still running on partitions this member lost, by partitionKey, then key. If a
+   * partition comes back, its keys wait for these, so a key never has two calls here at once.
+   */
+  private readonly leftovers = new Map<string, Map<string, Promise<unknown>>>();
+  /** The member id of the last join; another one means this member was out of the group meanwhile. */
+  private memberId: string | undefined;
 
   constructor(
     private readonly kafka: kafkajs.Kafka,
     private readonly bus: KafkaBusOptions,
     private readonly options: ConsumeOptions,
+    /** Keyed mode's options, or undefined in per-record mode. */
+    private readonly keyed: ResolvedKeyedOptions | undefined,
     /** Offsets to start from on the first join, by partitionKey (see endsOfUncommitted). */
     private readonly startAt: ReadonlyMap<string, string>,
     private readonly log: BusLog,
@@ -249,7 +400,7 @@ class KafkaConsumer {
   /** Graceful: finish running handlers and their commits, then leave the group. */
   async stop(): Promise<void> {
     this.stopped.fire();
-    await Promise.all([...this.inFlight]);
+    await Promise.all([...this.inFlight, ...[...this.dispatchers.values()].map((dispatcher) => dispatcher.stop())]);
     await this.consumer.disconnect();
   }
 
@@ -257,6 +408,8 @@ class KafkaConsumer {
   async abandon(): Promise<void> {
     this.stopped.fire();
     this.abandoned.fire();
+    for (const dispatcher of this.dispatchers.values()) dispatcher.abandon();
+    this.dispatchers.clear();
     await this.consumer.disconnect();
   }
 
@@ -277,6 +430,7 @@ class KafkaConsumer {
       });
       if (replace) void this.replace();
     });
+    if (this.keyed) consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.assigned(consumer, payload.memberId, payload.memberAssignment));
     return consumer;
   }
 
@@ -300,11 +454,117 @@ class KafkaConsumer {
   private async run(consumer: kafkajs.Consumer): Promise<void> {
     await consumer.connect();
     await consumer.subscribe({ topics: [...this.options.topics], fromBeginning: this.options.fromBeginning ?? true });
+    if (this.keyed) {
+      // eachBatch only feeds the dispatcher and returns: a call blocking there would stop kafkajs's
+      // fetcher (it waits for every batch of a fetch) and so every other partition of the broker.
+      // A full dispatcher pauses its partition instead, and kafkajs keeps heartbeating in its fetch loop.
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: (payload) => this.eachBatch(consumer, payload),
+      });
+      return;
+    }
     await consumer.run({
       autoCommit: false,
       partitionsConsumedConcurrently: this.options.partitionsConcurrently ?? 1,
       eachMessage: (payload) => this.eachMessage(consumer, payload),
     });
+  }
+
+  /**
+   * Keyed mode, on every join (kafkajs's eager protocol: all partitions are revoked, then assigned).
+   * A partition kept by the same member keeps its dispatcher: kafkajs fetches again from the
+   * committed offset and the dispatcher skips what it holds. A lost partition's dispatcher is
+   * abandoned: its running calls may finish but never commit, and the new owner gets those
+   * records again from the committed offset. After a new member id (evicted, or a replaced
+   * kafkajs consumer) nothing is kept, since another member may have owned anything meanwhile.
+   */
+  private assigned(consumer: kafkajs.Consumer, memberId: string, assignment: kafkajs.IMemberAssignment): void {
+    if (consumer !== this.consumer) return;
+    const sameMember = memberId === this.memberId;
+    this.memberId = memberId;
+    const owned = new Set(Object.entries(assignment).flatMap(([topic, partitions]) => partitions.map((p) => partitionKey(topic, p))));
+    for (const [key, dispatcher] of this.dispatchers) {
+      if (sameMember && owned.has(key)) {
+        // A commit refused while the group rebalanced goes through now.
+        dispatcher.commitSoon();
+        continue;
+      }
+      this.revoke(key, dispatcher);
+    }
+    // kafkajs keeps a pause across rebalances; a partition without a dispatcher must be read again.
+    const unpause = Object.entries(assignment)
+      .map(([topic, partitions]) => ({ topic, partitions: partitions.filter((p) => !this.dispatchers.has(partitionKey(topic, p))) }))
+      .filter(({ partitions }) => partitions.length > 0);
+    if (unpause.length > 0) consumer.resume(unpause);
+  }
+
+  private revoke(key: string, dispatcher: KeyedDispatcher): void {
+    const busy = dispatcher.busyKeys();
+    dispatcher.abandon();
+    this.dispatchers.delete(key);
+    if (busy.size === 0) return;
+    let leftover = this.leftovers.get(key);
+    if (!leftover) this.leftovers.set(key, (leftover = new Map()));
+    const calls = leftover;
+    for (const [recordKey, running] of busy) {
+      calls.set(recordKey, running);
+      void running.then(() => {
+        if (calls.get(recordKey) === running) calls.delete(recordKey);
+        if (calls.size === 0 && this.leftovers.get(key) === calls) this.leftovers.delete(key);
+      });
+    }
+  }
+
+  private dispatcherFor(topic: string, partition: number): KeyedDispatcher {
+    const key = partitionKey(topic, partition);
+    let dispatcher = this.dispatchers.get(key);
+    if (dispatcher) return dispatcher;
+    const leftover = this.leftovers.get(key);
+    dispatcher = new KeyedDispatcher({
+      groupId: this.options.groupId,
+      topic,
+      partition,
+      keyed: this.keyed!,
+      retry: this.options.retry ?? defaultRetryPolicy,
+      log: this.log,
+      ...(leftover ? { busyKeys: new Map(leftover) } : {}),
+      // Through the current kafkajs consumer, with its generation; a failure (e.g. a rebalance) is
+      // tried again by the dispatcher, and a lost partition's dispatcher is abandoned and stops committing.
+      commit: async (nextOffset) => {
+        await this.consumer.commitOffsets([{ topic, partition, offset: nextOffset.toString() }]);
+      },
+      onCapacity: () => {
+        try {
+          this.consumer.resume([{ topic, partitions: [partition] }]);
+        } catch (error) {
+          // Only before a replaced consumer ran; its join resumes every partition without a dispatcher.
+          this.log({ level: "warn", message: `could not resume ${topic}[${partition}] for group ${this.options.groupId}`, error });
+        }
+      },
+    });
+    this.dispatchers.set(key, dispatcher);
+    return dispatcher;
+  }
+
+  private async eachBatch(consumer: kafkajs.Consumer, { batch, resolveOffset, pause, isRunning, isStale }: kafkajs.EachBatchPayload): Promise<void> {
+    // A batch fetched before a seek, or by a consumer already replaced, is read again properly later.
+    if (consumer !== this.consumer || !isRunning() || isStale()) return;
+    if (this.stopped.fired) {
+      // Left unresolved for the next owner; paused so kafkajs does not fetch it again and again.
+      pause();
+      return;
+    }
+    const dispatcher = this.dispatcherFor(batch.topic, batch.partition);
+    dispatcher.offer(
+      batch.messages.map((message) => toRecord(batch.topic, batch.partition, message)),
+      BigInt(batch.lastOffset()) + 1n,
+    );
+    // The fetch position, not the commit: kafkajs fetches next from the last resolved offset.
+    const position = dispatcher.position;
+    if (position !== undefined) resolveOffset((position - 1n).toString());
+    if (dispatcher.paused) pause();
   }
 
   private eachMessage(consumer: kafkajs.Consumer, payload: kafkajs.EachMessagePayload): Promise<void> {
@@ -330,7 +590,7 @@ class KafkaConsumer {
         let failed = false;
         let failure: unknown;
         try {
-          const result = await this.abandoned.guard(Promise.resolve().then(() => this.options.handler(record)));
+          const result = await this.abandoned.guard(Promise.resolve().then(() => this.options.handler!(record)));
           if (result === interrupted) return;
         } catch (error) {
           failed = true;

@@ -77,7 +77,7 @@ function specs(dataDirDefault: string) {
     HEADWATER_FREE_DAILY_INVOCATIONS: int(0)({ default: 10_000 }),
     HEADWATER_FREE_DAILY_COMPUTE_MS: int(0)({ default: 30 * 60 * 1000 }),
     HEADWATER_TIMER_MIN_INTERVAL_SECONDS: int(1)({ default: 60 }),
-    HEADWATER_RUNNER_CONCURRENCY: int(1)({ default: 16 }),
+    HEADWATER_RUNS_PER_OWNER: int(1)({ default: 4 }),
     HEADWATER_RUNNER_WORKERS: int(1)({ default: undefined }),
     HEADWATER_RUN_TIMEOUT_MS: int(1)({ default: undefined }),
     HEADWATER_RUN_MEMORY_MB: int(8)({ default: undefined }),
@@ -129,7 +129,8 @@ function toConfig(env: ReturnType<typeof clean>) {
     freeDailyInvocations: env.HEADWATER_FREE_DAILY_INVOCATIONS,
     freeDailyComputeMs: env.HEADWATER_FREE_DAILY_COMPUTE_MS,
     timerMinSeconds: env.HEADWATER_TIMER_MIN_INTERVAL_SECONDS,
-    runnerConcurrency: env.HEADWATER_RUNNER_CONCURRENCY,
+    /** Sources of one billed user that run at once on a runner node (the fairness bound). */
+    runsPerOwner: env.HEADWATER_RUNS_PER_OWNER,
     runtime: {
       cacheDir: path.join(dataDir, "cache"),
       ...(env.HEADWATER_RUNNER_WORKERS !== undefined ? { workers: env.HEADWATER_RUNNER_WORKERS } : {}),

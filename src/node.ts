@@ -215,7 +215,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   let runnerConsumer: BusConsumer | undefined;
   if (roles.has("runner")) {
     runnerConsumer = await startRunner({
-      bus, replies, projector, sources, components, runner, endpointUrl, concurrency: config.runnerConcurrency,
+      bus, replies, projector, sources, components, runner, endpointUrl, runsPerOwner: config.runsPerOwner,
     });
   }
   let scheduler: TimerScheduler | undefined;

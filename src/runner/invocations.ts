@@ -7,6 +7,7 @@ import type { Source, SourcesReadModel } from "../readModels/sources.js";
 import { parseJson } from "../json/bounded.js";
 import type { ComponentCache } from "../components/componentCache.js";
 import type { SourceRunner } from "./sourceRunner.js";
+import { OwnerSlots } from "./ownerSlots.js";
 
 /** Invocations are keyed by source id, so one source's runs happen one at a time, in order. */
 export const INVOCATIONS_TOPIC = "headwater.invocations";
@@ -66,45 +67,66 @@ export interface RunnerConsumerDeps {
   readonly components: ComponentCache;
   readonly runner: SourceRunner;
   readonly endpointUrl: (endpointId: string) => string;
-  readonly concurrency: number;
+  /** Sources of one billed user running at once on this node. */
+  readonly runsPerOwner: number;
+  /** Read-ahead of the invocation topic per partition (the keyed consumer's pending bounds). */
+  readonly maxPendingPerPartition?: number;
+  readonly maxPendingBytesPerPartition?: number;
 }
 
 /**
  * The runner role: consumes invocations, runs them, answers those that carry a reply address.
- * The offset is committed only after the run's events are appended (at-least-once), and a
- * redelivered invocation that was already recorded is not run twice.
+ * Invocations are keyed by source: one source's runs happen one at a time, in order, while other
+ * sources go on (a hanging run holds only its own source, and its owner's slot until its
+ * timeout). Offsets are committed only once runs are recorded (at-least-once); a redelivered
+ * invocation that was already recorded is not run twice; one that keeps failing is parked.
  */
 export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer> {
   const failures = new Map<string, number>();
+  const owners = new OwnerSlots(deps.runsPerOwner);
+
+  async function handle(record: BusRecord, message: InvocationMessage): Promise<void> {
+    let reply: InvocationReply;
+    try {
+      reply = await runInvocation(deps, message);
+      failures.delete(message.invocationId);
+    } catch (error) {
+      // The batch is retried by the bus (recorded runs are skipped); one that keeps failing is parked.
+      const attempts = (failures.get(message.invocationId) ?? 0) + 1;
+      failures.set(message.invocationId, attempts);
+      if (attempts < PARK_AFTER_ATTEMPTS) throw error;
+      reply = await parkInvocation(deps, message, `${(error as Error).message ?? String(error)} (after ${attempts} attempts)`);
+      failures.delete(message.invocationId);
+    }
+    const replyTo = record.headers[replyHeaders.replyTo];
+    const correlationId = record.headers[replyHeaders.correlationId];
+    const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
+    if (replyTo && correlationId && Date.now() <= deadline + 1000) {
+      const value = Buffer.from(JSON.stringify(reply));
+      if (replyTo === deps.replies.topic && deps.replies.deliverLocally(correlationId, { value, headers: {} })) return;
+      await deps.bus.publish(replyTo, [{ key: correlationId, value, headers: { [replyHeaders.correlationId]: correlationId } }]);
+    }
+  }
+
   return deps.bus.consume({
     groupId: "headwater.runners",
     topics: [INVOCATIONS_TOPIC],
-    partitionsConcurrently: deps.concurrency,
-    handler: async (record: BusRecord) => {
-      const message = readInvocation(record);
-      if (!message) return; // unreadable: nothing to run and nobody to tell (logged)
-      let reply: InvocationReply;
-      try {
-        reply = await runInvocation(deps, message);
-        failures.delete(message.invocationId);
-      } catch (error) {
-        // Retried in place by the bus; an invocation that keeps failing is parked, not redelivered forever.
-        const attempts = (failures.get(message.invocationId) ?? 0) + 1;
-        failures.set(message.invocationId, attempts);
-        if (attempts < PARK_AFTER_ATTEMPTS) throw error;
-        reply = await parkInvocation(deps, message, `${(error as Error).message ?? String(error)} (after ${attempts} attempts)`);
-        failures.delete(message.invocationId);
-      }
-      const replyTo = record.headers[replyHeaders.replyTo];
-      const correlationId = record.headers[replyHeaders.correlationId];
-      const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
-      if (replyTo && correlationId && Date.now() <= deadline + 1000) {
-        const value = Buffer.from(JSON.stringify(reply));
-        if (replyTo === deps.replies.topic && deps.replies.deliverLocally(correlationId, { value, headers: {} })) return;
-        await deps.bus.publish(replyTo, [
-          { key: correlationId, value, headers: { [replyHeaders.correlationId]: correlationId } },
-        ]);
-      }
+    keyed: {
+      // Every waiting invocation of one source, in order.
+      handler: async (records) => {
+        const work = records.map((record) => ({ record, message: readInvocation(record) }));
+        const newest = Math.max(0, ...work.map((w) => w.message?.minPosition ?? 0));
+        await deps.projector.waitFor(newest);
+        const owner = deps.sources.source(records[0]!.key)?.creatorId ?? "";
+        await owners.acquire(owner);
+        try {
+          for (const { record, message } of work) if (message) await handle(record, message);
+        } finally {
+          owners.release(owner);
+        }
+      },
+      ...(deps.maxPendingPerPartition !== undefined ? { maxPendingPerPartition: deps.maxPendingPerPartition } : {}),
+      ...(deps.maxPendingBytesPerPartition !== undefined ? { maxPendingBytesPerPartition: deps.maxPendingBytesPerPartition } : {}),
     },
   });
 }
@@ -147,7 +169,6 @@ const runnableOf = (deps: RunnerConsumerDeps, source: Source) => ({
 });
 
 async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessage): Promise<InvocationReply> {
-  await deps.projector.waitFor(message.minPosition);
   const source = deps.sources.source(message.sourceId);
   if (!source) return { status: "gone" };
   // A paused source takes no runs, except one asked for by hand.

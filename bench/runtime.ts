@@ -75,6 +75,22 @@ async function main(): Promise<void> {
     if (!o.ok || !o.warm) throw new Error("warm invocation failed");
   }
 
+  // Warm invocations that use the bridges: emits (fire-and-forget) and db.set (synchronous).
+  const busyCode = `export default { name: "busy", version: "1", props: { db: "$.service.db" }, async run(e) {
+    for (let i = 0; i < 10; i++) this.$emit({ i, n: e.n, text: "event " + i }, { id: e.n * 100 + i, summary: "event " + i });
+    this.db.set("last", e.n); this.db.set("seen", (this.db.get("seen") ?? 0) + 1); this.db.set("state", { cursor: "c" + e.n, items: [1, 2, 3] });
+  } };`;
+  const busy = await prepareComponent({ code: busyCode }, { runtime });
+  const busyInv = (n: number): Invocation => ({ ...base("dc_busy"), codeHash: busy.codeHash, bundleHash: busy.bundleHash, bundle: busy.bundle, event: { n } });
+  for (let i = 0; i < 200; i++) await runtime.invoke(busyInv(i));
+  const busyTimes: number[] = [];
+  for (let i = 0; i < 1000; i++) {
+    const t = process.hrtime.bigint();
+    const o = await runtime.invoke(busyInv(i));
+    busyTimes.push(us(process.hrtime.bigint() - t));
+    if (!o.ok || o.emits.length !== 10 || !o.dbChanged) throw new Error("busy invocation failed");
+  }
+
   // Throughput: many sources at once, spread over the children.
   const SOURCES = 16 * workers;
   const PER_SOURCE = 150;
@@ -133,6 +149,7 @@ Runtime: ${workers} runner processes (one per CPU), default limits.
 | baseline: plain function call through child-process IPC | ${fmt(ipcMed)} µs | ${fmt(p95(ipc))} µs | fork + advanced serialization, same message shape, ${N} sequential calls |
 | warm invocation, trivial \`run\` | ${fmt(warmMed)} µs | ${fmt(p95(warm))} µs | same source, warm isolate, ${N} sequential calls |
 | … of which inside the runner child | ${fmt(median(warmInChild))} µs | ${fmt(p95(warmInChild))} µs | \`outcome.wallMs\`: one async call into the isolate and back (isolated-vm thread hop) |
+| warm invocation, 10 \`$emit\` + 3 \`db.set\` | ${fmt(median(busyTimes))} µs | ${fmt(p95(busyTimes))} µs | same source, warm isolate, 1000 sequential calls |
 | fresh isolate, known bundle (new source) | ${fmt(freshMed)} µs | ${fmt(p95(fresh))} µs | new isolate + context + prelude, compiled-code cache hit |
 | cold start of a new component version (invoke only) | ${fmt(newMed)} µs | ${fmt(p95(newVersion))} µs | new bundle, compiled without cache |
 | prepareComponent of a new version | ${fmt(median(prepareTimes))} µs | ${fmt(p95(prepareTimes))} µs | esbuild bundle + load and describe in a throwaway isolate + validation |

@@ -63,3 +63,8 @@ export const sandboxConsole = {
   groupCollapsed: (...a: unknown[]) => (a.length ? write("log", a) : undefined),
   groupEnd: () => undefined,
 };
+
+/** A warning from the platform about the component's use of an API, within the same budget. */
+export function systemWarning(message: string): void {
+  write("warn", [message]);
+}

@@ -1,5 +1,11 @@
 // Strict JSON checks: values the platform stores or emits must survive JSON unchanged in meaning.
-import { parse, stringify } from "./primordials.js";
+import { MAX_JSON_DEPTH } from "../../json/bounded.js";
+
+/** Thrown when a value is nested deeper than MAX_JSON_DEPTH (checked before recursing further). */
+export class JsonDepthError extends RangeError {
+  override name = "JsonDepthError";
+}
+
 /** Throws a TypeError naming the first part of `value` that JSON cannot carry. */
 export function assertJsonSerializable(value: unknown, what: string): void {
   const stack: unknown[] = [];
@@ -19,6 +25,7 @@ export function assertJsonSerializable(value: unknown, what: string): void {
         if (v instanceof Map || v instanceof Set) {
           throw new TypeError(`${what}: ${path || "the value"} is a ${v instanceof Map ? "Map" : "Set"}, which JSON cannot carry`);
         }
+        if (stack.length >= MAX_JSON_DEPTH) throw new JsonDepthError(`${what}: the value is nested deeper than ${MAX_JSON_DEPTH} levels`);
         stack.push(v);
         if (Array.isArray(v)) v.forEach((item, i) => walk(item, `${path}[${i}]`));
         else for (const [k, item] of Object.entries(v)) if (item !== undefined) walk(item, path ? `${path}.${k}` : k);
@@ -30,14 +37,4 @@ export function assertJsonSerializable(value: unknown, what: string): void {
     }
   };
   walk(value, "");
-}
-
-export function jsonSafe(value: unknown): unknown {
-  if (value === undefined) return undefined;
-  try {
-    const text = stringify(value);
-    return text === undefined ? undefined : parse(text);
-  } catch {
-    return String(value);
-  }
 }

@@ -1,6 +1,7 @@
 // setTimeout and friends: the host keeps the clock, the isolate keeps the callbacks. Timers do not
 // outlive the invocation that set them (the host clears them when the run ends).
 import { host } from "./bridge.js";
+import { MapPrototypeClear } from "./primordials.js";
 
 interface TimerEntry {
   fn: (...args: unknown[]) => void;
@@ -70,7 +71,7 @@ export function fireTimer(id: number): void {
 }
 
 export function clearAllTimers(): void {
-  timers.clear();
+  MapPrototypeClear(timers);
 }
 
 export const timersModule = {

@@ -23,7 +23,7 @@ function p95(values: number[]): number {
 const us = (ns: bigint) => Number(ns) / 1000;
 
 async function ipcBaseline(n: number): Promise<number[]> {
-  const child = fork(path.join(here, "ipcEcho.js"), [], { serialization: "advanced", env: {}, execArgv: [] });
+  const child = fork(path.join(here, "ipcEcho.js"), [], { serialization: "json", env: {}, execArgv: [] });
   const pending = new Map<number, () => void>();
   child.on("message", (m: { id: number }) => pending.get(m.id)?.());
   const payload = JSON.stringify({ method: "run", props: {}, event: {}, db: {} });
@@ -146,7 +146,7 @@ Runtime: ${workers} runner processes (one per CPU), default limits.
 
 | measurement | median | p95 | notes |
 |---|---|---|---|
-| baseline: plain function call through child-process IPC | ${fmt(ipcMed)} µs | ${fmt(p95(ipc))} µs | fork + advanced serialization, same message shape, ${N} sequential calls |
+| baseline: plain function call through child-process IPC | ${fmt(ipcMed)} µs | ${fmt(p95(ipc))} µs | fork + JSON serialization (as the runtime), same message shape, ${N} sequential calls |
 | warm invocation, trivial \`run\` | ${fmt(warmMed)} µs | ${fmt(p95(warm))} µs | same source, warm isolate, ${N} sequential calls |
 | … of which inside the runner child | ${fmt(median(warmInChild))} µs | ${fmt(p95(warmInChild))} µs | \`outcome.wallMs\`: one async call into the isolate and back (isolated-vm thread hop) |
 | warm invocation, 10 \`$emit\` + 3 \`db.set\` | ${fmt(median(busyTimes))} µs | ${fmt(p95(busyTimes))} µs | same source, warm isolate, 1000 sequential calls |

@@ -4,24 +4,24 @@
 import { host } from "./bridge.js";
 import { assertJsonSerializable, JsonDepthError } from "./json.js";
 import { LimitError } from "./limitError.js";
-import { parse, stringify } from "./primordials.js";
+import { MapCtor, MapPrototypeDelete, MapPrototypeGet, MapPrototypeSet, objectKeys, parse, StringCtor, stringify } from "./primordials.js";
 
 export class DbLimitError extends LimitError {
   override name = "DbLimitError";
 }
 
 export class DbStore {
-  readonly #values = new Map<string, string>();
+  // Primordials only: in a warm isolate this runs after the component replaced what it liked.
+  readonly #values: Map<string, string> = new MapCtor();
 
   constructor(snapshotJson: string) {
     const snapshot = parse(snapshotJson) as Record<string, unknown>;
-    for (const [key, value] of Object.entries(snapshot ?? {})) {
-      if (value !== undefined) this.#values.set(key, stringify(value));
-    }
+    const names = objectKeys(snapshot);
+    for (let i = 0; i < names.length; i++) MapPrototypeSet(this.#values, names[i]!, stringify(snapshot[names[i]!]));
   }
 
   get(key: unknown): unknown {
-    const raw = this.#values.get(String(key));
+    const raw = MapPrototypeGet(this.#values, StringCtor(key));
     return raw === undefined ? undefined : parse(raw);
   }
 
@@ -43,8 +43,8 @@ export class DbStore {
     }
     const refused = host().db(key, json);
     if (refused) throw refused.name === "TypeError" ? new TypeError(refused.message) : new DbLimitError(refused.message);
-    if (json === undefined) this.#values.delete(key);
-    else this.#values.set(key, json);
+    if (json === undefined) MapPrototypeDelete(this.#values, key);
+    else MapPrototypeSet(this.#values, key, json);
   }
 
   /** The object components see as this.db. */

@@ -1,12 +1,11 @@
 // this.$emit and http.respond: checked here so the component gets a clear error at once, then
 // delivered to the runner child in order, which checks everything again and decides.
-import { jsonDepth, MAX_JSON_DEPTH } from "../../json/bounded.js";
-import { checkHeaders, checkMeta, checkStatus, mayExceedBytes } from "../rules.js";
+import { MAX_JSON_DEPTH } from "../../json/bounded.js";
+import { checkHeaders, checkMeta, checkStatus, deeperThan, mayExceedBytes, utf8Bytes } from "../rules.js";
 import { host } from "./bridge.js";
 import { current } from "./invocationState.js";
 import { LimitError } from "./limitError.js";
-import { utf8Length } from "./textCodec.js";
-import { stringify } from "./primordials.js";
+import { ArrayIsArray, stringify } from "./primordials.js";
 
 export class EmitError extends LimitError {
   override name = "EmitError";
@@ -18,7 +17,7 @@ export class ResponseLimitError extends LimitError {
 
 export function emit(event: unknown, meta?: unknown): void {
   const s = current();
-  if (meta !== undefined && meta !== null && (typeof meta !== "object" || Array.isArray(meta))) {
+  if (meta !== undefined && meta !== null && (typeof meta !== "object" || ArrayIsArray(meta))) {
     throw new TypeError("$emit: the second argument (meta) must be an object with id, name, summary, ts");
   }
   const m = (meta ?? {}) as Record<string, unknown>;
@@ -36,10 +35,10 @@ export function emit(event: unknown, meta?: unknown): void {
   }
   if (json === undefined) json = "null";
   const max = s.limits.maxEmitBytes;
-  if (json.length > max || (mayExceedBytes(json.length, max) && utf8Length(json) > max)) {
-    throw new EmitError(`$emit: the event is ${utf8Length(json)} bytes of JSON, over the limit of ${max} bytes per event`);
+  if (json.length > max || (mayExceedBytes(json.length, max) && utf8Bytes(json) > max)) {
+    throw new EmitError(`$emit: the event is ${utf8Bytes(json)} bytes of JSON, over the limit of ${max} bytes per event`);
   }
-  if (jsonDepth(json, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw new EmitError(`$emit: the event is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (deeperThan(json, MAX_JSON_DEPTH)) throw new EmitError(`$emit: the event is nested deeper than ${MAX_JSON_DEPTH} levels`);
   s.emits++;
   const v = checked.value;
   host().emit(json, v.id, v.name, v.summary, v.ts);
@@ -84,7 +83,7 @@ function respond(response: unknown): void {
   } else if (typeof b === "string") {
     kind = "text";
     body = b;
-    size = utf8Length(b);
+    size = utf8Bytes(b);
   } else if (b instanceof ArrayBuffer || ArrayBuffer.isView(b)) {
     kind = "bytes";
     const bytes = b instanceof ArrayBuffer ? new Uint8Array(b) : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
@@ -101,9 +100,9 @@ function respond(response: unknown): void {
       throw new TypeError(`http.respond: the body is not JSON-serializable: ${(err as Error).message}`);
     }
     if (text === undefined) throw new TypeError("http.respond: the body has no JSON form");
-    if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw new ResponseLimitError(`http.respond: the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    if (deeperThan(text, MAX_JSON_DEPTH)) throw new ResponseLimitError(`http.respond: the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
     body = text;
-    size = utf8Length(text);
+    size = utf8Bytes(text);
     if (h["content-type"] === undefined) h["content-type"] = "application/json; charset=utf-8";
   }
   if (size > s.limits.maxResponseBytes) {

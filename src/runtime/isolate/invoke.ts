@@ -26,6 +26,7 @@ import {
   quote,
   RangeErrorCtor,
   ReflectApply,
+  SafePromise,
   stringify,
   StringCtor,
 } from "./primordials.js";
@@ -313,6 +314,8 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
     const r = valueJson(exportsOut, "the exports ($.export)", p.limits.maxEmitBytes);
     exportsJson = r.json;
     error = r.error;
+    // A failed run reports neither.
+    if (error !== undefined) returnJson = undefined;
   }
   return resultJson(error, returnJson, exportsJson, exited, state.droppedLogLines);
 }
@@ -336,9 +339,9 @@ function resultJson(
   );
 }
 
-/** The invocation entry: its promise gets no species constructor a component could replace. */
+/** The invocation entry: its promise is awaited through SafePromise, out of the component's reach. */
 export function invoke(component: AnyRecord | undefined, payloadJson: string, dbJson: string): Promise<string> {
   const promise = run(component, payloadJson, dbJson);
-  pinConstructor(promise, undefined);
+  pinConstructor(promise, SafePromise);
   return promise;
 }

@@ -16,6 +16,9 @@ export const StringCtor = String;
 export const PromiseCtor = Promise;
 export const ErrorCtor = Error;
 export const RangeErrorCtor = RangeError;
+export const MapCtor = Map;
+export const SetCtor = Set;
+export const NumberIsFinite = Number.isFinite;
 
 // uncurry(fn)(self, ...args) calls fn with `this` = self through a bound copy of the original
 // Function.prototype.call, so replacing call/apply/bind later changes nothing.
@@ -27,6 +30,7 @@ export const MapPrototypeSet = uncurry(Map.prototype.set) as <K, V>(self: Map<K,
 export const MapPrototypeDelete = uncurry(Map.prototype.delete) as <K, V>(self: Map<K, V>, key: K) => boolean;
 export const MapPrototypeClear = uncurry(Map.prototype.clear) as <K, V>(self: Map<K, V>) => void;
 export const MapPrototypeForEach = uncurry(Map.prototype.forEach) as <K, V>(self: Map<K, V>, fn: (value: V, key: K) => void) => void;
+const PromisePrototypeThen = Promise.prototype.then;
 
 /**
  * target[key] = value as an own data property. Assignment would call a setter the component
@@ -62,10 +66,8 @@ export function quote(text: string): string {
  * replace Promise.prototype.constructor), await falls back to the promise's `then`, which the
  * component may have replaced too. An own `constructor` keeps await on the internal path, so the
  * promise's real settlement is what the platform sees. False when the value cannot take one.
- * With `undefined`, promise reactions (isolated-vm's then) use %Promise% instead of a species
- * constructor the component could have installed on Promise.
  */
-export function pinConstructor(value: object, constructor: PromiseConstructor | undefined): boolean {
+export function pinConstructor(value: object, constructor: unknown): boolean {
   try {
     defineValue(value, "constructor", constructor, false);
     return true;
@@ -73,3 +75,19 @@ export function pinConstructor(value: object, constructor: PromiseConstructor | 
     return false;
   }
 }
+
+/**
+ * The promise class of the invocation entry's promise (its own `constructor`). isolated-vm waits
+ * for that promise with V8's then and catch, which look up the species constructor and, on the
+ * derived promise, `then`: here both are own, frozen and the originals, where on Promise they are
+ * the component's to replace.
+ */
+export class SafePromise<T> extends PromiseCtor<T> {
+  constructor(executor: (resolve: (value: T) => void, reject: (reason?: unknown) => void) => void) {
+    super(executor);
+  }
+}
+defineValue(SafePromise, Symbol.species, SafePromise, false);
+defineValue(SafePromise.prototype, "then", PromisePrototypeThen, false);
+ObjectFreeze(SafePromise.prototype);
+ObjectFreeze(SafePromise);

@@ -78,6 +78,8 @@ class RunnerProcess {
   child: ChildProcess | undefined;
   ready: Promise<void> = Promise.resolve();
   markReady: () => void = () => {};
+  /** Whether `ready` has resolved (a pending one is kept when the child is replaced again). */
+  isReady = true;
   readonly pending = new Map<number, Pending>();
   readonly knownBundles = new Set<string>();
   readonly waiting: (() => void)[] = [];
@@ -117,6 +119,10 @@ export class Runtime {
 
   constructor(options: RuntimeOptions) {
     this.limits = resolveLimits(options);
+    // The runner children refuse anything else (protocol.ts): say so here, not as a hang later.
+    for (const [name, value] of Object.entries(this.limits)) {
+      if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`runtime limit ${name} must be a positive integer, got ${String(value)}`);
+    }
     this.opts = {
       workers: options.workers ?? defaultWorkerCount(),
       cacheDir: options.cacheDir,
@@ -227,7 +233,7 @@ export class Runtime {
         const error: InvocationError = pending.overran
           ? { name: "TimeoutError", code: "TIMEOUT", message: `the invocation did not stop within ${pending.msg.timeoutMs} ms; its runner process was killed and replaced` }
           : reason;
-        this.finishInvoke(pending, null, error);
+        this.finishInvoke(runner, pending, null, error);
       } else {
         pending.resolve({ ok: false, error: reason, logs: [] });
       }
@@ -251,6 +257,13 @@ export class Runtime {
     if (!runner.child) return;
     runner.killReason ??= reason;
     runner.child.kill("SIGKILL");
+    // No new work for a dying child: acquire() and ready() wait for the replacement.
+    if (!this.closed) resetReady(runner);
+    try {
+      if (runner.child.connected) runner.child.disconnect();
+    } catch {
+      /* already gone */
+    }
   }
 
   private checkHeartbeats(): void {
@@ -297,7 +310,7 @@ export class Runtime {
       case "result":
         if (pending.kind !== "invoke") return;
         runner.pending.delete(msg.id);
-        this.finishInvoke(pending, msg.outcome, undefined);
+        this.finishInvoke(runner, pending, msg.outcome, undefined);
         this.drain(runner);
         return;
       case "described": {
@@ -325,10 +338,14 @@ export class Runtime {
     const pending = id === undefined ? undefined : runner.pending.get(id);
     if (pending) {
       runner.pending.delete(id!);
-      if (pending.kind === "invoke") this.finishInvoke(pending, null, protocolFailure(reason));
+      if (pending.kind === "invoke") this.finishInvoke(runner, pending, null, protocolFailure(reason));
       else pending.resolve({ ok: false, error: protocolFailure(reason), logs: [] });
       this.drain(runner);
     }
+    this.countBadMessage(runner);
+  }
+
+  private countBadMessage(runner: RunnerProcess): void {
     const now = Date.now();
     runner.badMessages = runner.badMessages.filter((t) => now - t < BAD_MESSAGE_WINDOW_MS);
     runner.badMessages.push(now);
@@ -416,7 +433,7 @@ export class Runtime {
     return out;
   }
 
-  private finishInvoke(pending: PendingInvoke, outcome: WorkerOutcome | null, error: InvocationError | undefined): void {
+  private finishInvoke(runner: RunnerProcess, pending: PendingInvoke, outcome: WorkerOutcome | null, error: InvocationError | undefined): void {
     clearTimeout(pending.hardTimer);
     const emits: Emit[] = [];
     let data: Pick<InvocationOutcome, "db" | "returnValue" | "exports"> = { db: pending.inv.db ?? {} };
@@ -428,6 +445,7 @@ export class Runtime {
         // Emits that passed before the bad part are kept, as after any failure.
         protocolError = protocolFailure(String((err as Error)?.message ?? err));
         data = { db: pending.inv.db ?? {} };
+        this.countBadMessage(runner);
       }
     }
     const logs = pending.logs;
@@ -605,7 +623,15 @@ export class Runtime {
 }
 
 function resetReady(runner: RunnerProcess): void {
-  runner.ready = new Promise<void>((resolve) => (runner.markReady = resolve));
+  // Whoever already waits on a pending promise must be woken by the next child's "ready".
+  if (!runner.isReady) return;
+  runner.isReady = false;
+  runner.ready = new Promise<void>((resolve) => {
+    runner.markReady = () => {
+      runner.isReady = true;
+      resolve();
+    };
+  });
 }
 
 /** this.db size as the limit counts it: UTF-8 bytes of every key and its JSON value. */

@@ -160,8 +160,11 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
   } catch (err) {
     outcome.ok = false;
     outcome.error = classify(err, rec, active, msg.timeoutMs, msg.memoryMb);
-    active?.dispose();
-    slots.delete(slotKey);
+    // A return value over a limit is the component's doing; anything else leaves the isolate suspect.
+    if (!(err instanceof IsolateResultError && err.limit)) {
+      active?.dispose();
+      slots.delete(slotKey);
+    }
   } finally {
     clearTimeout(timer);
     if (active) {

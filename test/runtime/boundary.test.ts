@@ -652,7 +652,11 @@ describe("runtime: the process boundary (defence in depth)", function () {
   });
   after(async () => runtime.close());
 
-  const at = (sourceId: string, event: unknown = {}) => runtime.invoke(invocation(prepared, { sourceId, event }));
+  const at = async (sourceId: string, event: unknown = {}) => {
+    const o = await runtime.invoke(invocation(prepared, { sourceId, event }));
+    assertWithinLimits(o);
+    return o;
+  };
 
   it("malformed or lying results from a child fail that invocation with SANDBOX_PROTOCOL; the child keeps serving", async () => {
     const [pid] = runtime.pids();

@@ -161,8 +161,11 @@ Ratios (same run):
 - new version cold start / warm invocation: **${(newMed / warmMed).toFixed(1)}×**
 
 The rest of a warm call is the IPC round trip, slower than the idle baseline because the child also
-wakes an isolate thread per call. A fresh isolate costs isolate + context creation and running the
-prelude (console, timers, URL, Buffer, fetch, module registry) before the component's own code.
+wakes an isolate thread per call. Emits cross to the runner child fire-and-forget; each \`db.set\` is
+one synchronous call to the child (it keeps the authoritative db and checks every write), a thread
+hop of about 20 µs plus waiting for the emits queued ahead of it. A fresh isolate costs isolate +
+context creation and running the prelude (console, timers, URL, Buffer, fetch, module registry)
+before the component's own code.
 
 Throughput: ${SOURCES} sources invoked concurrently (${PER_SOURCE} runs each): **${fmt(throughput)} calls/s** in total,
 **${fmt(throughput / os.availableParallelism())} calls/s per core** (host process CPU during the run: ${((hostCpu.user + hostCpu.system) / 1e6 / tpSeconds).toFixed(2)} cores).

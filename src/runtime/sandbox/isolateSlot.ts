@@ -42,7 +42,10 @@ export class InvocationRecord {
   }
 
   violate(code: "LIMIT_EXCEEDED" | "SANDBOX_CORRUPTED", message: string): void {
-    this.violation ??= { name: code === "LIMIT_EXCEEDED" ? "LimitExceededError" : "SandboxError", code, message };
+    this.violation ??=
+      code === "LIMIT_EXCEEDED"
+        ? { name: "LimitExceededError", code, message }
+        : { name: "SandboxError", code, message: `${message}; its isolate was discarded` };
   }
 }
 

@@ -175,6 +175,11 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
     }
     // A violation seen on the trusted side decides, whatever the isolate reported (it came first).
     if (rec.violation) {
+      // A proposal no honest prelude makes: the isolate's built-ins cannot be trusted any more.
+      if (rec.violation.code === "SANDBOX_CORRUPTED" && active) {
+        active.dispose();
+        if (slots.get(slotKey) === active) slots.delete(slotKey);
+      }
       outcome.ok = false;
       outcome.error = rec.violation;
       delete outcome.returnValue;

@@ -67,6 +67,8 @@ export interface RuntimeOptions {
   readonly hardKillGraceMs?: number;
   /** Loading a component during prepare (ms). Default 10 000. */
   readonly loadTimeoutMs?: number;
+  /** The runner child's entry module; tests substitute a wrapper around the real one. */
+  readonly workerPath?: string;
 }
 
 export function defaultWorkerCount(): number {

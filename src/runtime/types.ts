@@ -115,7 +115,7 @@ export interface Invocation {
   /** Configured values: app props as objects with $auth, secrets decrypted, timer as its value. */
   readonly props: Record<string, unknown>;
   readonly event?: unknown;
-  /** The source's key-value snapshot (at most 60 KB). */
+  /** The source's key-value snapshot (at most 60 KB, JSON nested at most 128 levels). */
   readonly db?: Record<string, unknown>;
   readonly http?: { readonly endpoint: string; readonly customResponse?: boolean };
   readonly limits?: { readonly timeoutMs?: number; readonly memoryMb?: number };
@@ -153,7 +153,7 @@ export interface InvocationError {
   name: string;
   message: string;
   stack?: string;
-  /** Stable machine code: USER_ERROR, CONFIGURATION_ERROR, LOAD_ERROR, TIMEOUT, MEMORY_LIMIT, RUNNER_CRASHED, RUNNER_UNRESPONSIVE, LIMIT_EXCEEDED, ISOLATE_DISPOSED, SANDBOX_FAILED, SANDBOX_CORRUPTED, RUNTIME_CLOSED. */
+  /** Stable machine code: USER_ERROR, CONFIGURATION_ERROR, LOAD_ERROR, TIMEOUT, MEMORY_LIMIT, RUNNER_CRASHED, RUNNER_UNRESPONSIVE, LIMIT_EXCEEDED, ISOLATE_DISPOSED, SANDBOX_FAILED, SANDBOX_CORRUPTED, SANDBOX_PROTOCOL, RUNTIME_CLOSED (see src/runtime/README.md). */
   code: string;
 }
 
@@ -163,6 +163,7 @@ export interface InvocationOutcome {
   /** Emits made before the run ended, also when it failed (as on Pipedream, emits are not rolled back). */
   emits: Emit[];
   logs: LogLine[];
+  /** The snapshot after the run: every db.set the runner accepted, also when the run then failed. */
   db: Record<string, unknown>;
   dbChanged: boolean;
   response?: HttpResponse;

@@ -136,7 +136,7 @@ describe("runtime: instance binding", function () {
       const prepared = await prepareCode(runtime, `export default { name: "d", version: "1", props: { db: "$.service.db" }, async run() { this.db.set("x", "y".repeat(70000)); } };`);
       const outcome = await runtime.invoke(invocation(prepared));
       expect(outcome.ok).to.equal(false);
-      expect(outcome.error).to.include({ name: "DbLimitError", code: "USER_ERROR" });
+      expect(outcome.error).to.include({ name: "DbLimitError", code: "LIMIT_EXCEEDED" });
     });
   });
 
@@ -168,19 +168,26 @@ describe("runtime: instance binding", function () {
       expect(outcome.emits).to.deep.equal([{ event: { after: true }, meta: {} }]);
     });
 
-    it("marks binary bodies as base64 and rejects a status outside 100..599", async () => {
-      const prepared = await prepareCode(
-        runtime,
-        `export default { name: "h", version: "1", props: { http: "$.interface.http" }, async run(event) {
+    it("marks binary bodies as base64; an invalid respond throws with customResponse, else only warns", async () => {
+      const code = (custom: boolean) => `export default { name: "h", version: "1", props: { http: { type: "$.interface.http", customResponse: ${custom} } }, async run(event) {
           this.http.respond({ status: event.status, body: Buffer.from([0, 1, 2, 255]) });
-        } };`,
-      );
-      const good = await runtime.invoke(invocation(prepared, { event: { status: 200 } }));
+          this.$emit({ responded: event.status });
+        } };`;
+      const custom = await prepareCode(runtime, code(true));
+      const good = await runtime.invoke(invocation(custom, { event: { status: 200 } }));
       expect(good.response).to.deep.equal({ status: 200, headers: {}, body: { base64: "AAEC/w==" } });
-      const bad = await runtime.invoke(invocation(prepared, { event: { status: 600 } }));
+      const bad = await runtime.invoke(invocation(custom, { event: { status: 600 } }));
       expect(bad.ok).to.equal(false);
-      expect(bad.error?.message).to.equal("http.respond: status must be an integer from 100 to 599, got 600");
+      expect(bad.error).to.include({ name: "RangeError", message: "http.respond: status must be from 200 to 599, got 600", code: "USER_ERROR" });
       expect(bad.response).to.equal(undefined);
+      expect(bad.emits).to.deep.equal([]);
+      // Without customResponse the request was answered when it was queued: the run goes on.
+      const plain = await prepareCode(runtime, code(false));
+      const warned = await runtime.invoke(invocation(plain, { event: { status: 600 } }));
+      expect(warned.ok, JSON.stringify(warned.error)).to.equal(true);
+      expect(warned.response).to.equal(undefined);
+      expect(warned.emits).to.deep.equal([{ event: { responded: 600 }, meta: {} }]);
+      expect(warned.logs.map((l) => [l.level, l.message])).to.deep.equal([["warn", "http.respond was ignored: http.respond: status must be from 200 to 599, got 600"]]);
     });
   });
 

@@ -92,15 +92,15 @@ describe("runtime: hostile code", function () {
       expect(o.warm).to.equal(n === 2);
       expect(o.emits).to.deep.equal([{ event: { after: "tampering", run: n }, meta: {} }]);
     }
-    // Tampering that does break the platform's code fails the run cleanly and discards the isolate.
+    // Replacing built-ins the platform's code once used changes nothing any more: it uses
+    // primordials captured before the component ran, and the db lives outside the isolate.
     const breaker = await prepareCode(runtime, hostile(`this.$emit({ first: true }); Array.prototype.push = function () { throw new Error("push hijacked"); }; this.db.set("k", "v");`));
     const binv = invocation(breaker);
-    const broken = await runtime.invoke(binv);
-    expect(broken.ok).to.equal(false);
-    expect(broken.error?.code).to.equal("SANDBOX_FAILED");
-    expect(broken.error?.message).to.match(/^the sandbox failed outside the component's code \(push hijacked\); .* its isolate was discarded$/);
-    expect(broken.emits).to.deep.equal([{ event: { first: true }, meta: {} }]);
-    expect((await runtime.invoke(binv)).warm).to.equal(false);
+    const survived = await runtime.invoke(binv);
+    expect(survived.ok, JSON.stringify(survived.error)).to.equal(true);
+    expect(survived.emits).to.deep.equal([{ event: { first: true }, meta: {} }]);
+    expect(survived).to.deep.include({ db: { k: "v" }, dbChanged: true });
+    expect((await runtime.invoke(binv)).warm).to.equal(true);
     // Another source (its own isolate) sees pristine built-ins.
     const check = await prepareCode(
       runtime,

@@ -1,16 +1,21 @@
 // Code in this folder runs INSIDE the isolate (bundled by esbuild into the prelude), never in Node.
 // The host injects these callbacks as globals; the prelude captures them in closures and deletes
-// the globals, so user code never holds a host function.
+// the globals, so user code never holds a host function. Everything passed is a primitive or
+// JSON text: the runner child re-checks it, the isolate's checks only make errors clear.
 
 export type SyncResult = { ok: true; value: unknown } | { ok: false; error: string; name?: string };
 
 export interface HostBridge {
   /** Fire-and-forget (ignored callbacks keep their order ahead of the invocation result). */
   log(level: string, message: string): void;
-  emit(eventJson: string, metaJson: string): void;
-  respond(responseJson: string): void;
+  /** One event as JSON text and its meta fields (undefined when absent). */
+  emit(eventJson: string, id: unknown, name: unknown, summary: unknown, ts: unknown): void;
+  /** Headers as JSON text; the body as text, bytes or absent ("empty", "text", "json", "bytes"). */
+  respond(status: number, headersJson: string, bodyKind: string, body: string | Uint8Array | null): void;
   http(id: number, request: unknown): void;
   timer(op: "set" | "clear", id: number, ms: number): void;
+  /** Synchronous: store (JSON text) or delete (undefined) a this.db key; null when accepted. */
+  db(key: string, json: string | undefined): { name: string; message: string } | null;
   /** Synchronous host operations: hashes, HMAC, random bytes, URL parsing. */
   sync(op: string, args: unknown): SyncResult;
 }
@@ -21,6 +26,7 @@ export const BRIDGE_GLOBALS = {
   respond: "__hw_bridge_respond",
   http: "__hw_bridge_http",
   timer: "__hw_bridge_timer",
+  db: "__hw_bridge_db",
   sync: "__hw_bridge_sync",
 } as const;
 
@@ -33,7 +39,7 @@ export function takeBridge(): HostBridge {
     out[key] = fn;
     delete g[globalName];
   }
-  return out as unknown as HostBridge;
+  return Object.freeze(out) as unknown as HostBridge;
 }
 
 let bridge: HostBridge | undefined;

@@ -1,6 +1,8 @@
 // The loaded component and how its props read: shorthand strings, propDefinition from an app,
 // a timer's schedule written on the prop itself.
 
+import { ArrayIsArray, defineValue, hasOwn, objectKeys } from "./primordials.js";
+
 export type AnyRecord = Record<string, unknown>;
 
 export interface ResolvedProp {
@@ -13,7 +15,7 @@ export interface ResolvedProp {
 }
 
 export function isRecord(v: unknown): v is AnyRecord {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
+  return typeof v === "object" && v !== null && !ArrayIsArray(v);
 }
 
 export function resolveProp(raw: unknown): ResolvedProp {
@@ -24,10 +26,11 @@ export function resolveProp(raw: unknown): ResolvedProp {
   let propDefinition: ResolvedProp["propDefinition"];
   if (raw["propDefinition"] !== undefined) {
     const pd = raw["propDefinition"];
-    const [app, name] = Array.isArray(pd) ? pd : [undefined, undefined];
+    const app: unknown = ArrayIsArray(pd) ? pd[0] : undefined;
+    const name: unknown = ArrayIsArray(pd) ? pd[1] : undefined;
     const appIsApp = isRecord(app) && app["type"] === "app";
     const defs = appIsApp ? (app as AnyRecord)["propDefinitions"] : undefined;
-    const base = isRecord(defs) && typeof name === "string" && Object.prototype.hasOwnProperty.call(defs, name) ? defs[name] : undefined;
+    const base = isRecord(defs) && typeof name === "string" && hasOwn(defs, name) ? defs[name] : undefined;
     propDefinition = {
       app,
       appName: appIsApp && typeof (app as AnyRecord)["app"] === "string" ? ((app as AnyRecord)["app"] as string) : undefined,
@@ -49,7 +52,11 @@ export function resolveProp(raw: unknown): ResolvedProp {
 export function componentProps(component: AnyRecord): [string, ResolvedProp][] {
   const props = component["props"];
   if (!isRecord(props)) return [];
-  return Object.keys(props).map((name) => [name, resolveProp(props[name])]);
+  // Primordials only: this runs again in a warm isolate, after the component's own code.
+  const names = objectKeys(props);
+  const out: [string, ResolvedProp][] = [];
+  for (let i = 0; i < names.length; i++) defineValue(out, i, [names[i]!, resolveProp(props[names[i]!])]);
+  return out;
 }
 
 /** The exported component: `export default` for ES modules, module.exports for CommonJS. */

@@ -2,6 +2,7 @@
 import { host } from "./bridge.js";
 import { current } from "./invocationState.js";
 import { format, inspect } from "./modules/util.js";
+import { cut } from "./primordials.js";
 
 function write(level: string, args: unknown[]): void {
   const s = current();
@@ -11,13 +12,17 @@ function write(level: string, args: unknown[]): void {
     return;
   }
   let message: string;
-  try {
-    message = format(...args);
-  } catch (err) {
-    message = `[unprintable value: ${String((err as Error)?.message ?? err)}]`;
+  // One string is printed as it is (as Node does), without format's string methods.
+  if (args.length === 1 && typeof args[0] === "string") message = args[0];
+  else {
+    try {
+      message = format(...args);
+    } catch (err) {
+      message = `[unprintable value: ${String((err as Error)?.message ?? err)}]`;
+    }
   }
   if (message.length > maxLogLineChars) {
-    message = `${message.slice(0, maxLogLineChars)}… [line cut: ${message.length} characters]`;
+    message = `${cut(message, maxLogLineChars)}… [line cut: ${message.length} characters]`;
   }
   if (s.logBytes + message.length > maxLogBytes) {
     s.droppedLogLines++;
@@ -63,3 +68,8 @@ export const sandboxConsole = {
   groupCollapsed: (...a: unknown[]) => (a.length ? write("log", a) : undefined),
   groupEnd: () => undefined,
 };
+
+/** A warning from the platform about the component's use of an API, within the same budget. */
+export function systemWarning(message: string): void {
+  write("warn", [message]);
+}

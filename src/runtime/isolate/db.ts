@@ -1,67 +1,50 @@
-// this.db: the source's key-value store. JSON values, 60 KB per source (keys plus JSON values).
-import { assertJsonSerializable } from "./json.js";
-import { utf8Length } from "./textCodec.js";
-import { parse, stringify } from "./primordials.js";
+// this.db: the source's key-value store. The authoritative copy lives in the runner child, which
+// checks every set (key, depth, 60 KB per source) through a synchronous bridge call; this copy
+// only serves reads, which affect nobody but the component itself.
+import { host } from "./bridge.js";
+import { assertJsonSerializable, JsonDepthError } from "./json.js";
+import { LimitError } from "./limitError.js";
+import { MapCtor, MapPrototypeDelete, MapPrototypeGet, MapPrototypeSet, objectKeys, parse, StringCtor, stringify } from "./primordials.js";
 
-export class DbLimitError extends Error {
+export class DbLimitError extends LimitError {
   override name = "DbLimitError";
 }
 
 export class DbStore {
-  readonly #values = new Map<string, string>();
-  readonly #limit: number;
-  #size = 0;
-  changed = false;
+  // Primordials only: in a warm isolate this runs after the component replaced what it liked.
+  readonly #values: Map<string, string> = new MapCtor();
 
-  constructor(snapshot: Record<string, unknown>, limit: number) {
-    this.#limit = limit;
-    for (const [key, value] of Object.entries(snapshot ?? {})) {
-      if (value === undefined) continue;
-      const json = stringify(value);
-      this.#values.set(key, json);
-      this.#size += utf8Length(key) + utf8Length(json);
-    }
+  constructor(snapshotJson: string) {
+    const snapshot = parse(snapshotJson) as Record<string, unknown>;
+    const names = objectKeys(snapshot);
+    for (let i = 0; i < names.length; i++) MapPrototypeSet(this.#values, names[i]!, stringify(snapshot[names[i]!]));
   }
 
   get(key: unknown): unknown {
-    const raw = this.#values.get(String(key));
+    const raw = MapPrototypeGet(this.#values, StringCtor(key));
     return raw === undefined ? undefined : parse(raw);
   }
 
   set(key: unknown, value: unknown): void {
     if (typeof key !== "string") throw new TypeError(`this.db.set: the key must be a string, got ${typeof key}`);
-    const previous = this.#values.get(key);
-    const previousSize = previous === undefined ? 0 : utf8Length(key) + utf8Length(previous);
-    if (value === undefined) {
-      if (previous !== undefined) {
-        this.#values.delete(key);
-        this.#size -= previousSize;
-        this.changed = true;
+    let json: string | undefined;
+    if (value !== undefined) {
+      const what = `this.db.set("${key}")`;
+      try {
+        assertJsonSerializable(value, what);
+        json = stringify(value);
+      } catch (err) {
+        if (err instanceof TypeError) throw err;
+        // Too deep for the check or for JSON.stringify itself (a stack overflow).
+        if (err instanceof JsonDepthError || err instanceof RangeError) throw new DbLimitError(err instanceof JsonDepthError ? err.message : `${what}: the value is nested too deeply to store`);
+        throw new TypeError(`${what}: the value is not JSON-serializable: ${(err as Error)?.message}`);
       }
-      return;
+      if (json === undefined) throw new TypeError(`${what}: the value has no JSON form (its toJSON returned undefined)`);
     }
-    assertJsonSerializable(value, `this.db.set("${key}")`);
-    const json = stringify(value);
-    const nextSize = this.#size - previousSize + utf8Length(key) + utf8Length(json);
-    if (nextSize > this.#limit) {
-      throw new DbLimitError(
-        `this.db.set("${key}"): the source's data would be ${nextSize} bytes, over the limit of ${this.#limit} bytes (${Math.round(this.#limit / 1024)} KB) per source`,
-      );
-    }
-    this.#values.set(key, json);
-    this.#size = nextSize;
-    this.changed = true;
-  }
-
-  get size(): number {
-    return this.#size;
-  }
-
-  /** The snapshot as JSON text, built from the stored JSON without re-serializing. */
-  toJSONText(): string {
-    const parts: string[] = [];
-    for (const [k, v] of this.#values) parts.push(`${stringify(k)}:${v}`);
-    return `{${parts.join(",")}}`;
+    const refused = host().db(key, json);
+    if (refused) throw refused.name === "TypeError" ? new TypeError(refused.message) : new DbLimitError(refused.message);
+    if (json === undefined) MapPrototypeDelete(this.#values, key);
+    else MapPrototypeSet(this.#values, key, json);
   }
 
   /** The object components see as this.db. */

@@ -1,6 +1,7 @@
 // The isolate side of the host HTTP bridge: every outbound request (fetch, axios, the platform
 // axios) becomes one host request under the private-address guard, timeouts and size limits.
 import { host } from "./bridge.js";
+import { append, MapPrototypeClear, MapPrototypeForEach } from "./primordials.js";
 
 export interface RawRequest {
   method: string;
@@ -53,8 +54,9 @@ export function settleHttp(id: number, payload: { response?: RawResponse; error?
 
 /** Rejects requests still open when an invocation ends. */
 export function abandonHttp(): void {
-  for (const [id, waiter] of pending) {
-    pending.delete(id);
-    waiter.reject(new HttpBridgeError("the invocation ended before the request completed", "ABORTED"));
-  }
+  // Primordials only: this runs when the invocation ends, after the component's code.
+  const waiting: { reject: (e: Error) => void }[] = [];
+  MapPrototypeForEach(pending, (waiter) => append(waiting, waiter));
+  MapPrototypeClear(pending);
+  for (let i = 0; i < waiting.length; i++) waiting[i]!.reject(new HttpBridgeError("the invocation ended before the request completed", "ABORTED"));
 }

@@ -1,123 +1,276 @@
 // One invocation inside the isolate: bind the instance (this.<prop>, methods, db, http, timer,
-// $emit), call run or a hook, and report what happened as JSON.
+// $emit), call run or a hook, and propose what happened as JSON text. The runner child decides:
+// it parses the text with bounds, validates it, and enforces every limit itself.
+//
+// After the component's code has run (and during every later invocation of a warm isolate) its
+// replacements of built-ins are live, so the code that reports the outcome uses only primordials
+// captured at prelude start: no prototype methods, no globals, no keys assigned onto objects
+// (prototype setters), no `await` of a promise whose `then` the component could have replaced.
 import { componentProps, isRecord, type AnyRecord } from "./component.js";
+import { systemWarning } from "./console.js";
 import { DbStore } from "./db.js";
-import { emit, respond } from "./emit.js";
+import { emit, makeRespond } from "./emit.js";
 import { abandonHttp } from "./http.js";
-import { beginInvocation, current, type IsolateLimits } from "./invocationState.js";
-import { jsonSafe } from "./json.js";
+import { beginInvocation, type IsolateLimits } from "./invocationState.js";
+import { isLimitError } from "./limitError.js";
+import {
+  ArrayIsArray,
+  cut,
+  ErrorCtor,
+  objectKeys,
+  defineValue,
+  ObjectCreate,
+  parse,
+  pinConstructor,
+  PromiseCtor,
+  quote,
+  RangeErrorCtor,
+  ReflectApply,
+  SafePromise,
+  stringify,
+  StringCtor,
+} from "./primordials.js";
 import { clearAllTimers } from "./timers.js";
-import { objectEntries, objectKeys, parse, stringify } from "./primordials.js";
+import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_NAME_CHARS, MAX_ERROR_STACK_CHARS, MAX_EXIT_REASON_CHARS } from "../rules.js";
 
 export interface InvokePayload {
   method: "run" | "deploy" | "activate" | "deactivate";
   props: AnyRecord;
   event?: unknown;
-  db?: AnyRecord;
   http?: { endpoint?: string; customResponse?: boolean };
   steps?: AnyRecord;
   limits: IsolateLimits;
 }
 
-class FlowExit {
-  constructor(readonly reason: string | undefined) {}
+export interface ErrorFields {
+  name: string;
+  message: string;
+  stack: string | undefined;
+  code: string;
 }
 
-function serializeError(err: unknown): { name: string; message: string; stack?: string; code: string } {
-  if (err instanceof Error || (isRecord(err) && typeof err["message"] === "string")) {
-    const e = err as Error & { code?: unknown };
-    const name = typeof e.name === "string" ? e.name : "Error";
-    const stack = typeof e.stack === "string" ? e.stack.slice(0, 8192) : undefined;
-    return {
-      name,
-      message: String(e.message).slice(0, 8192),
-      ...(stack ? { stack } : {}),
-      code: name === "ConfigurationError" ? "CONFIGURATION_ERROR" : "USER_ERROR",
-    };
+type Fn = (...args: unknown[]) => unknown;
+
+let exitOf: (value: unknown) => { reason: string | undefined } | undefined;
+
+/** $.flow.exit(): ends an action's run successfully. Recognized by a brand, not by instanceof. */
+class FlowExit {
+  readonly #reason: string | undefined;
+  constructor(reason: string | undefined) {
+    this.#reason = reason;
   }
-  let text: string;
+  static {
+    exitOf = (value) => (typeof value === "object" && value !== null && #reason in value ? { reason: (value as FlowExit).#reason } : undefined);
+  }
+}
+
+function read(target: object, key: string): unknown {
   try {
-    text = typeof err === "string" ? err : stringify(err) ?? String(err);
+    return (target as AnyRecord)[key];
   } catch {
-    text = String(err);
+    return undefined;
   }
-  return { name: "Error", message: `non-error thrown: ${text.slice(0, 8192)}`, code: "USER_ERROR" };
+}
+
+/** String(value) that survives a throwing or lying toString / Symbol.toPrimitive. */
+function text(value: unknown): string {
+  try {
+    const s = StringCtor(value);
+    return typeof s === "string" ? s : "[unprintable value]";
+  } catch {
+    return "[unprintable value]";
+  }
+}
+
+/** Name, message, stack and code of whatever the component threw; getters may throw or lie. */
+export function errorFields(err: unknown, code?: string): ErrorFields {
+  let c = code ?? (isLimitError(err) ? "LIMIT_EXCEEDED" : "USER_ERROR");
+  if ((typeof err === "object" && err !== null) || typeof err === "function") {
+    let isError = false;
+    try {
+      isError = err instanceof ErrorCtor;
+    } catch {
+      /* a throwing Symbol.hasInstance: treat as not an Error */
+    }
+    const message = read(err, "message");
+    if (isError || typeof message === "string") {
+      const rawName = read(err, "name");
+      const name = typeof rawName === "string" ? rawName : "Error";
+      const stack = read(err, "stack");
+      if (code === undefined && name === "ConfigurationError") c = "CONFIGURATION_ERROR";
+      return {
+        name: cut(name, MAX_ERROR_NAME_CHARS),
+        message: cut(typeof message === "string" ? message : text(message), MAX_ERROR_MESSAGE_CHARS),
+        stack: typeof stack === "string" ? cut(stack, MAX_ERROR_STACK_CHARS) : undefined,
+        code: c,
+      };
+    }
+  }
+  let shown: string;
+  if (typeof err === "string") shown = err;
+  else {
+    let json: unknown;
+    try {
+      json = stringify(err);
+    } catch {
+      json = undefined;
+    }
+    shown = typeof json === "string" ? json : text(err);
+  }
+  return { name: "Error", message: cut("non-error thrown: " + shown, MAX_ERROR_MESSAGE_CHARS), stack: undefined, code: c };
+}
+
+function errorJson(e: ErrorFields): string {
+  return '{"name":' + quote(e.name) + ',"message":' + quote(e.message) + ',"stack":' + (e.stack === undefined ? "null" : quote(e.stack)) + ',"code":' + quote(e.code) + "}";
+}
+
+/** The JSON text of a load result, built from primitives only. */
+export function loadResultJson(error: ErrorFields | undefined, describeJson: string | undefined): string {
+  return '{"ok":' + (error === undefined ? "true" : "false") + ',"error":' + (error === undefined ? "null" : errorJson(error)) + ',"describe":' + (describeJson ?? "null") + "}";
+}
+
+/** A function of the component called with `self` as this, via the captured Reflect.apply. */
+function bindTo(fn: Fn, self: unknown): Fn {
+  return (...args: unknown[]) => ReflectApply(fn, self, args);
 }
 
 function makeApp(def: AnyRecord, configured: unknown): AnyRecord {
   const app: AnyRecord = {};
-  for (const key of objectKeys(def)) if (key !== "methods") app[key] = def[key];
+  const keys = objectKeys(def);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    if (key !== "methods") defineValue(app, key, def[key]);
+  }
   const auth = isRecord(configured) && isRecord(configured["$auth"]) ? configured["$auth"] : {};
-  app["$auth"] = auth;
+  defineValue(app, "$auth", auth);
   const methods = def["methods"];
   if (isRecord(methods)) {
-    for (const [name, fn] of objectEntries(methods)) if (typeof fn === "function") app[name] = (fn as (...a: unknown[]) => unknown).bind(app);
+    const names = objectKeys(methods);
+    for (let i = 0; i < names.length; i++) {
+      const fn = methods[names[i]!];
+      if (typeof fn === "function") defineValue(app, names[i]!, bindTo(fn as Fn, app));
+    }
   }
   return app;
 }
 
-function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore): AnyRecord {
+function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, strictRespond: boolean): AnyRecord {
   const instance: AnyRecord = {};
   const configured = p.props ?? {};
   let dbFacade: AnyRecord | undefined;
-  for (const [name, { def }] of componentProps(component)) {
+  const props = componentProps(component);
+  for (let i = 0; i < props.length; i++) {
+    // Index access, not destructuring: the array iterator is replaceable.
+    const name = props[i]![0];
+    const def = props[i]![1].def;
     const type = def["type"];
     const value = configured[name];
     switch (type) {
       case "app":
-        instance[name] = makeApp(def, value);
+        defineValue(instance, name, makeApp(def, value));
         break;
-      case "app[]":
-        instance[name] = Array.isArray(value) ? value.map((v) => makeApp(def, v)) : [];
+      case "app[]": {
+        const apps: AnyRecord[] = [];
+        if (ArrayIsArray(value)) for (let j = 0; j < value.length; j++) defineValue(apps, j, makeApp(def, value[j]));
+        defineValue(instance, name, apps);
         break;
+      }
       case "$.service.db":
-        instance[name] = dbFacade ??= db.facade();
+        defineValue(instance, name, (dbFacade ??= db.facade()));
         break;
-      case "$.interface.http":
-        instance[name] = {
+      case "$.interface.http": {
+        const custom = p.http?.customResponse ?? def["customResponse"] === true;
+        defineValue(instance, name, {
           endpoint: p.http?.endpoint ?? null,
-          customResponse: p.http?.customResponse ?? def["customResponse"] === true,
-          respond,
-        };
+          customResponse: custom,
+          respond: makeRespond(strictRespond || custom, systemWarning),
+        });
         break;
+      }
       default:
-        instance[name] = value !== undefined ? value : def["default"];
+        defineValue(instance, name, value !== undefined ? value : def["default"]);
     }
   }
   const methods = component["methods"];
   if (isRecord(methods)) {
-    for (const [name, fn] of objectEntries(methods)) if (typeof fn === "function") instance[name] = (fn as (...a: unknown[]) => unknown).bind(instance);
+    const names = objectKeys(methods);
+    for (let i = 0; i < names.length; i++) {
+      const fn = methods[names[i]!];
+      if (typeof fn === "function") defineValue(instance, names[i]!, bindTo(fn as Fn, instance));
+    }
   }
-  instance["$emit"] = emit;
+  defineValue(instance, "$emit", emit);
   return instance;
 }
 
 function defaultRun(this: AnyRecord, event: unknown): void {
-  (this["$emit"] as typeof emit)(event, {});
+  emit(event, {});
 }
 
-export async function invoke(component: AnyRecord, payloadJson: string): Promise<string> {
-  const p = parse(payloadJson) as InvokePayload;
-  beginInvocation(p.limits);
-  const db = new DbStore(p.db ?? {}, p.limits.maxDbBytes);
-  const exportsOut: AnyRecord = {};
-  const result: AnyRecord = { ok: true };
+/**
+ * What the component's function returned, ready to be awaited: a thenable gets an own
+ * `constructor`, so awaiting a native promise observes its real settlement (see pinConstructor).
+ */
+function awaitable(value: unknown): unknown {
+  if ((typeof value === "object" && value !== null) || typeof value === "function") {
+    const then = (value as AnyRecord)["then"];
+    if (typeof then === "function" && !pinConstructor(value as object, PromiseCtor)) {
+      throw new TypeError("the component returned a promise the platform cannot observe safely (frozen, sealed or a refusing proxy)");
+    }
+  }
+  return value;
+}
+
+/** JSON text of an action's return value or exports; too large or deep values fail the run. */
+function valueJson(value: unknown, what: string, maxBytes: number): { json?: string; error?: ErrorFields } {
+  let json: unknown;
   try {
-    const instance = buildInstance(component, p, db);
-    const isAction = component["type"] === "action";
+    json = stringify(value);
+  } catch (err) {
+    let overflow = false;
+    try {
+      overflow = err instanceof RangeErrorCtor;
+    } catch {
+      overflow = false;
+    }
+    // A stack overflow (nested too deeply) or a string too long for V8 is a limit; anything else
+    // (a BigInt, a cycle) keeps the old behaviour: the value as a string.
+    if (overflow) return { error: { name: "LimitError", message: `${what} is nested too deeply or too large to serialize as JSON`, stack: undefined, code: "LIMIT_EXCEEDED" } };
+    json = quote(text(value));
+  }
+  if (typeof json !== "string") return {};
+  if (json.length > maxBytes) {
+    return { error: { name: "LimitError", message: `${what} is over the limit of ${maxBytes} bytes of JSON (${json.length} characters)`, stack: undefined, code: "LIMIT_EXCEEDED" } };
+  }
+  return { json };
+}
+
+async function run(component: AnyRecord | undefined, payloadJson: string, dbJson: string): Promise<string> {
+  if (component === undefined) {
+    return resultJson({ name: "Error", message: "the component is not loaded", stack: undefined, code: "LOAD_ERROR" }, undefined, undefined, undefined, 0);
+  }
+  const p = parse(payloadJson) as InvokePayload;
+  const state = beginInvocation(p.limits);
+  const exportsOut: AnyRecord = ObjectCreate(null);
+  const isAction = component["type"] === "action";
+  let error: ErrorFields | undefined;
+  let exited: { reason: string | undefined } | undefined;
+  let returned: unknown;
+  try {
+    const instance = buildInstance(component, p, new DbStore(dbJson), isAction);
     if (p.method === "run") {
       if (isAction) {
         const $ = {
           export: (name: unknown, value: unknown) => {
             if (typeof name !== "string") throw new TypeError("$.export: the name must be a string");
-            exportsOut[name] = value;
+            defineValue(exportsOut, name, value);
           },
           flow: {
             exit: (reason?: unknown) => {
-              throw new FlowExit(reason === undefined ? undefined : String(reason));
+              throw new FlowExit(reason === undefined ? undefined : cut(text(reason), MAX_EXIT_REASON_CHARS));
             },
           },
-          respond,
+          respond: makeRespond(true, systemWarning),
           send: {
             emit: (cfg: { raw_event?: unknown; name?: string } = {}) => emit(cfg.raw_event, cfg.name ? { name: cfg.name } : {}),
             http: () => {
@@ -134,33 +287,61 @@ export async function invoke(component: AnyRecord, payloadJson: string): Promise
             },
           },
         };
-        const rv = await (component["run"] as (a: unknown) => unknown).call(instance, { $, steps: p.steps ?? {} });
-        result["returnValue"] = jsonSafe(rv);
+        returned = await awaitable(ReflectApply(component["run"] as Fn, instance, [{ $, steps: p.steps ?? {} }]));
       } else {
-        const run = typeof component["run"] === "function" ? (component["run"] as (e: unknown) => unknown) : defaultRun;
-        await run.call(instance, p.event);
+        const fn = typeof component["run"] === "function" ? (component["run"] as Fn) : (defaultRun as Fn);
+        await awaitable(ReflectApply(fn, instance, [p.event]));
       }
     } else {
       const hooks = component["hooks"];
       const hook = isRecord(hooks) ? hooks[p.method] : undefined;
-      if (typeof hook === "function") await (hook as () => unknown).call(instance);
+      if (typeof hook === "function") await awaitable(ReflectApply(hook as Fn, instance, []));
     }
   } catch (err) {
-    if (err instanceof FlowExit) result["exited"] = err.reason === undefined ? {} : { reason: err.reason };
-    else {
-      result["ok"] = false;
-      result["error"] = serializeError(err);
-    }
-  } finally {
-    clearAllTimers();
-    abandonHttp();
+    exited = exitOf(err);
+    if (exited === undefined) error = errorFields(err);
   }
-  if (objectKeys(exportsOut).length > 0) result["exports"] = jsonSafe(exportsOut);
-  result["dbChanged"] = db.changed;
-  result["droppedLogLines"] = current().droppedLogLines;
-  // The db snapshot travels as JSON text spliced in, so it is not serialized twice.
-  const head = stringify(result);
-  return db.changed ? `${head.slice(0, -1)},"db":${db.toJSONText()}}` : head;
+  clearAllTimers();
+  abandonHttp();
+  let returnJson: string | undefined;
+  let exportsJson: string | undefined;
+  if (error === undefined && exited === undefined && isAction && p.method === "run") {
+    const r = valueJson(returned, "the return value", p.limits.maxEmitBytes);
+    returnJson = r.json;
+    error = r.error;
+  }
+  if (error === undefined && objectKeys(exportsOut).length > 0) {
+    const r = valueJson(exportsOut, "the exports ($.export)", p.limits.maxEmitBytes);
+    exportsJson = r.json;
+    error = r.error;
+    // A failed run reports neither.
+    if (error !== undefined) returnJson = undefined;
+  }
+  return resultJson(error, returnJson, exportsJson, exited, state.droppedLogLines);
 }
 
-export { serializeError };
+/** The JSON text of an invocation result, built from primitives only. */
+function resultJson(
+  error: ErrorFields | undefined,
+  returnJson: string | undefined,
+  exportsJson: string | undefined,
+  exited: { reason: string | undefined } | undefined,
+  dropped: number,
+): string {
+  return (
+    '{"ok":' + (error === undefined ? "true" : "false") +
+    ',"error":' + (error === undefined ? "null" : errorJson(error)) +
+    ',"returnValue":' + (returnJson === undefined ? "null" : quote(returnJson)) +
+    ',"exports":' + (exportsJson === undefined ? "null" : quote(exportsJson)) +
+    ',"exited":' + (exited === undefined ? "null" : '{"reason":' + (exited.reason === undefined ? "null" : quote(exited.reason)) + "}") +
+    ',"droppedLogLines":' + (typeof dropped === "number" && dropped >= 0 && dropped <= 1e9 ? dropped : 0) +
+    "}"
+  );
+}
+
+/** The invocation entry: its promise is awaited through SafePromise, out of the component's reach. */
+export function invoke(component: AnyRecord | undefined, payloadJson: string, dbJson: string): Promise<string> {
+  const promise = run(component, payloadJson, dbJson);
+  pinConstructor(promise, SafePromise);
+  return promise;
+}

@@ -10,7 +10,7 @@ import { sandboxConsole } from "./console.js";
 import { describeComponent } from "./describe.js";
 import { AbortController, AbortSignal, fetch, Headers, nodeFetchModule, Response } from "./fetch.js";
 import { settleHttp } from "./http.js";
-import { invoke, serializeError } from "./invoke.js";
+import { errorFields, invoke, loadResultJson } from "./invoke.js";
 import { stringify } from "./primordials.js";
 import axios from "./modules/axios.js";
 import * as cryptoModule from "./modules/crypto.js";
@@ -94,23 +94,32 @@ defineGlobal("__hw_define", (f: typeof factory) => {
   if (factory === undefined && typeof f === "function") factory = f;
 });
 
-function load(): string {
+/** Runs the bundle's module factory; the JSON text answers ok or the error, and the description. */
+function load(withDescribe: boolean): string {
   delete g["__hw_define"];
-  if (!factory) return stringify({ ok: false, error: { name: "Error", message: "the component bundle did not define a module", code: "LOAD_ERROR" } });
+  if (!factory) return loadResultJson({ name: "Error", message: "the component bundle did not define a module", stack: undefined, code: "LOAD_ERROR" }, undefined);
   const mod: AnyRecord = { exports: {} };
   try {
     factory(mod, mod["exports"], sandboxRequire);
   } catch (err) {
-    return stringify({ ok: false, error: { ...serializeError(err), code: "LOAD_ERROR" } });
+    return loadResultJson(errorFields(err, "LOAD_ERROR"), undefined);
   }
-  const exported = exportedComponent(mod["exports"]);
-  component = isRecord(exported) ? exported : undefined;
-  return stringify({ ok: true, describe: describeComponent(exported) });
+  let describeJson: unknown;
+  try {
+    const exported = exportedComponent(mod["exports"]);
+    component = isRecord(exported) ? exported : undefined;
+    describeJson = withDescribe ? stringify(describeComponent(exported)) : undefined;
+  } catch (err) {
+    return loadResultJson(errorFields(err, "LOAD_ERROR"), undefined);
+  }
+  if (withDescribe && typeof describeJson !== "string") {
+    return loadResultJson({ name: "Error", message: "the component could not be described as JSON", stack: undefined, code: "LOAD_ERROR" }, undefined);
+  }
+  return loadResultJson(undefined, describeJson as string | undefined);
 }
 
-function invokeEntry(payloadJson: string): Promise<string> {
-  if (!component) return Promise.resolve(stringify({ ok: false, error: { name: "Error", message: "the component is not loaded", code: "LOAD_ERROR" } }));
-  return invoke(component, payloadJson);
+function invokeEntry(payloadJson: string, dbJson: string): Promise<string> {
+  return invoke(component, payloadJson, dbJson);
 }
 
 function dispatch(kind: string, id: number, payload: unknown): void {

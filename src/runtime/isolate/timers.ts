@@ -1,6 +1,7 @@
 // setTimeout and friends: the host keeps the clock, the isolate keeps the callbacks. Timers do not
 // outlive the invocation that set them (the host clears them when the run ends).
 import { host } from "./bridge.js";
+import { MapPrototypeClear, ReflectApply } from "./primordials.js";
 
 interface TimerEntry {
   fn: (...args: unknown[]) => void;
@@ -63,14 +64,15 @@ export function fireTimer(id: number): void {
   if (entry.interval !== null) host().timer("set", id, entry.interval);
   else timers.delete(id);
   try {
-    entry.fn(...entry.args);
+    // Not a spread: the array iterator is the component's to replace.
+    ReflectApply(entry.fn, undefined, entry.args);
   } catch (err) {
     onUncaught(err);
   }
 }
 
 export function clearAllTimers(): void {
-  timers.clear();
+  MapPrototypeClear(timers);
 }
 
 export const timersModule = {

@@ -1,10 +1,17 @@
 // One isolate in a runner child: its context, the host side of the bridge, and the bookkeeping of
 // the invocation it is serving. A slot is warm state for exactly one source of one owner.
+// This is trusted code the isolate cannot reach: it decides on every emit, db.set, respond and
+// log line the isolate proposes, and enforces the limits whatever the isolate's own checks did.
 import ivm from "isolated-vm";
+import { jsonDepth, MAX_JSON_DEPTH, parseJson } from "../../json/bounded.js";
 import { outboundRequest, OutboundError } from "../../net/outbound.js";
 import type { SandboxLimits } from "../config.js";
-import type { Emit, HttpResponse, LogLine } from "../types.js";
+import { checkHeaders, checkMeta, checkStatus, MAX_HEADER_VALUE_BYTES, MAX_RESPONSE_HEADERS } from "../rules.js";
+import type { HttpResponse, InvocationError, LogLine } from "../types.js";
 import { hostOperation } from "./hostOperations.js";
+import { readLoadResult, type IsolateLoadResult } from "./isolateResults.js";
+import type { WorkerEmit } from "./protocol.js";
+import { TrustedDb, type DbRefusal } from "./trustedDb.js";
 
 export interface SlotEnv {
   limits: SandboxLimits;
@@ -12,22 +19,37 @@ export interface SlotEnv {
   prelude: string;
 }
 
-/** What the host side collects while one invocation runs. */
+/** What the trusted side collects while one invocation runs. */
 export class InvocationRecord {
-  emits: Emit[] = [];
-  logs: LogLine[] = [];
+  emits: WorkerEmit[] = [];
+  logLines = 0;
   logBytes = 0;
   hostDroppedLogs = 0;
   response: HttpResponse | undefined;
-  violation: string | undefined;
+  /** The first limit or protocol violation: the run fails with it, whatever the isolate reports. */
+  violation: InvocationError | undefined;
   timedOut = false;
+  readonly db: TrustedDb;
   constructor(
     readonly id: number,
     readonly deadline: number,
+    dbJson: string,
+    maxDbBytes: number,
     readonly onLog: (line: LogLine) => void,
     readonly onRespond: (response: HttpResponse) => void,
-  ) {}
+  ) {
+    this.db = new TrustedDb(dbJson, maxDbBytes);
+  }
+
+  violate(code: "LIMIT_EXCEEDED" | "SANDBOX_CORRUPTED", message: string): void {
+    this.violation ??=
+      code === "LIMIT_EXCEEDED"
+        ? { name: "LimitExceededError", code, message }
+        : { name: "SandboxError", code, message: `${message}; its isolate was discarded` };
+  }
 }
+
+const RESPONSE_KINDS = new Set(["empty", "text", "json", "bytes"]);
 
 let preludeCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
 const bundleCache = new Map<string, ivm.ExternalCopy<ArrayBuffer>>();
@@ -43,9 +65,9 @@ const MAX_TIMERS = 10_000;
 export class IsolateSlot {
   readonly isolate: ivm.Isolate;
   context: ivm.Context | undefined;
-  private invokeRef: ivm.Reference<(payload: string) => Promise<string>> | undefined;
+  private invokeRef: ivm.Reference<(payload: string, db: string) => Promise<string>> | undefined;
   private dispatchRef: ivm.Reference<(kind: string, id: number, payload: unknown) => void> | undefined;
-  private loadRef: ivm.Reference<() => string> | undefined;
+  private loadRef: ivm.Reference<(describe: boolean) => string> | undefined;
   current: InvocationRecord | undefined;
   private readonly timers = new Map<number, NodeJS.Timeout>();
   private httpActive = 0;
@@ -69,14 +91,24 @@ export class IsolateSlot {
     });
   }
 
-  /** Sets up the context, runs the prelude and the bundle, and loads the component. */
-  async init(bundle: string): Promise<{ ok: boolean; describe?: unknown; error?: { name: string; message: string; stack?: string; code: string } }> {
+  /**
+   * Sets up the context, runs the prelude and the bundle, and loads the component (describing it
+   * when `describe`). Throws IsolateResultError when the isolate's answer cannot be accepted.
+   */
+  async init(bundle: string, describe = false): Promise<IsolateLoadResult> {
     const context = await this.isolate.createContext();
     this.context = context;
     const g = context.global;
     g.setSync("__hw_bridge_log", new ivm.Callback((level: unknown, message: unknown) => this.onLog(level, message), { ignored: true }));
-    g.setSync("__hw_bridge_emit", new ivm.Callback((event: unknown, meta: unknown) => this.onEmit(event, meta), { ignored: true }));
-    g.setSync("__hw_bridge_respond", new ivm.Callback((json: unknown) => this.onRespond(json), { ignored: true }));
+    g.setSync(
+      "__hw_bridge_emit",
+      new ivm.Callback((event: unknown, id: unknown, name: unknown, summary: unknown, ts: unknown) => this.onEmit(event, id, name, summary, ts), { ignored: true }),
+    );
+    g.setSync(
+      "__hw_bridge_respond",
+      new ivm.Callback((status: unknown, headers: unknown, kind: unknown, body: unknown) => this.onRespond(status, headers, kind, body), { ignored: true }),
+    );
+    g.setSync("__hw_bridge_db", new ivm.Callback((key: unknown, json: unknown) => this.onDbSet(key, json), { sync: true }));
     g.setSync("__hw_bridge_http", new ivm.Callback((id: unknown, req: unknown) => this.onHttp(id, req), { ignored: true }));
     g.setSync("__hw_bridge_timer", new ivm.Callback((op: unknown, id: unknown, ms: unknown) => this.onTimer(op, id, ms), { ignored: true }));
     g.setSync("__hw_bridge_sync", new ivm.Callback((op: unknown, args: unknown) => hostOperation(op, args), { sync: true }));
@@ -88,8 +120,8 @@ export class IsolateSlot {
     if (!preludeCache && preludeData) preludeCache = preludeData;
     prelude.runSync(context);
     const entry = g.getSync("__hw_entry", { reference: true }) as ivm.Reference<Record<string, unknown>>;
-    this.loadRef = entry.getSync("load", { reference: true }) as ivm.Reference<() => string>;
-    this.invokeRef = entry.getSync("invoke", { reference: true }) as ivm.Reference<(payload: string) => Promise<string>>;
+    this.loadRef = entry.getSync("load", { reference: true }) as ivm.Reference<(describe: boolean) => string>;
+    this.invokeRef = entry.getSync("invoke", { reference: true }) as ivm.Reference<(payload: string, db: string) => Promise<string>>;
     this.dispatchRef = entry.getSync("dispatch", { reference: true }) as ivm.Reference<(k: string, i: number, p: unknown) => void>;
     entry.release();
     g.deleteSync("__hw_entry");
@@ -104,16 +136,17 @@ export class IsolateSlot {
       bundleCache.set(this.bundleKey, produced);
     }
     await script.run(context, { release: true });
-    const loaded = (await this.loadRef.apply(undefined, [], { result: { copy: true } })) as string;
-    return JSON.parse(loaded);
+    const loaded: unknown = await this.loadRef.apply(undefined, [describe], { arguments: { copy: true }, result: { copy: true } });
+    return readLoadResult(loaded, describe);
   }
 
-  async invoke(payload: string): Promise<string> {
+  /** Runs one invocation; the answer is the isolate's proposal, read with readRunResult. */
+  async invoke(payload: string, db: string): Promise<unknown> {
     if (!this.invokeRef) throw new Error("slot not initialised");
-    return (await this.invokeRef.apply(undefined, [payload], {
+    return this.invokeRef.apply(undefined, [payload, db], {
       arguments: { copy: true },
       result: { promise: true, copy: true },
-    })) as string;
+    });
   }
 
   cpuTimeNs(): bigint {
@@ -155,47 +188,99 @@ export class IsolateSlot {
     const rec = this.current;
     if (!rec || typeof message !== "string") return;
     const { maxLogLines, maxLogBytes, maxLogLineChars } = this.env.limits;
-    // Defence in depth: the isolate already enforces these budgets.
-    if (rec.logs.length >= maxLogLines || rec.logBytes + message.length > maxLogBytes + maxLogLineChars) {
+    // The isolate applies these budgets too; this is where they are enforced.
+    if (rec.logLines >= maxLogLines || rec.logBytes + Math.min(message.length, maxLogLineChars) > maxLogBytes + maxLogLineChars) {
       rec.hostDroppedLogs++;
       return;
     }
     const line: LogLine = { ts: Date.now(), level: (LEVELS.has(level as string) ? level : "log") as LogLine["level"], message: message.slice(0, maxLogLineChars + 64) };
+    rec.logLines++;
     rec.logBytes += line.message.length;
-    rec.logs.push(line);
     rec.onLog(line);
   }
 
-  private onEmit(eventJson: unknown, metaJson: unknown): void {
+  private onEmit(eventJson: unknown, id: unknown, name: unknown, summary: unknown, ts: unknown): void {
     const rec = this.current;
-    if (!rec) return;
+    // After a violation the run has failed: later emits are not kept.
+    if (!rec || rec.violation) return;
     const { maxEmitBytes, maxEmitsPerRun } = this.env.limits;
-    if (typeof eventJson !== "string" || typeof metaJson !== "string" || metaJson.length > 64 * 1024) {
-      rec.violation ??= "$emit: malformed emit";
+    if (rec.emits.length >= maxEmitsPerRun) {
+      rec.violate("LIMIT_EXCEEDED", `$emit: more than ${maxEmitsPerRun} events were emitted; the limit is ${maxEmitsPerRun} per invocation`);
       return;
     }
-    if (Buffer.byteLength(eventJson) > maxEmitBytes || rec.emits.length >= maxEmitsPerRun) {
-      rec.violation ??= "$emit: emit limits exceeded";
+    if (typeof eventJson !== "string") {
+      rec.violate("SANDBOX_CORRUPTED", "$emit: the event did not arrive as JSON text; built-ins may have been replaced by the component");
+      return;
+    }
+    const bytes = eventJson.length * 3 > maxEmitBytes ? Buffer.byteLength(eventJson) : eventJson.length;
+    if (bytes > maxEmitBytes) {
+      rec.violate("LIMIT_EXCEEDED", `$emit: an event is ${bytes} bytes of JSON, over the limit of ${maxEmitBytes} bytes per event`);
+      return;
+    }
+    if (jsonDepth(eventJson, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+      rec.violate("LIMIT_EXCEEDED", `$emit: an event is nested deeper than ${MAX_JSON_DEPTH} levels`);
       return;
     }
     try {
-      rec.emits.push({ event: JSON.parse(eventJson), meta: JSON.parse(metaJson) });
+      JSON.parse(eventJson);
     } catch {
-      rec.violation ??= "$emit: malformed emit";
+      rec.violate("SANDBOX_CORRUPTED", "$emit: the event is not valid JSON text; built-ins may have been replaced by the component");
+      return;
+    }
+    const meta = checkMeta(id, name, summary, ts);
+    if (!meta.ok) {
+      rec.violate("LIMIT_EXCEEDED", meta.message);
+      return;
+    }
+    rec.emits.push({ event: eventJson, meta: meta.value });
+  }
+
+  private onDbSet(key: unknown, json: unknown): DbRefusal | null {
+    const rec = this.current;
+    if (!rec) return { name: "TypeError", message: "this.db.set: the invocation has ended" };
+    try {
+      return rec.db.set(key, json);
+    } catch (err) {
+      return { name: "TypeError", message: `this.db.set: the source's data could not be read: ${(err as Error).message}` };
     }
   }
 
-  private onRespond(json: unknown): void {
+  private onRespond(status: unknown, headersJson: unknown, kind: unknown, body: unknown): void {
     const rec = this.current;
-    if (!rec || rec.response || typeof json !== "string" || json.length > this.env.limits.maxResponseBytes * 2 + 65536) return;
+    if (!rec || rec.response) return;
+    const fail = (code: "LIMIT_EXCEEDED" | "SANDBOX_CORRUPTED", message: string) => rec.violate(code, `http.respond: ${message}`);
+    const max = this.env.limits.maxResponseBytes;
+    const st = checkStatus(status);
+    if (!st.ok) return fail("SANDBOX_CORRUPTED", st.message);
+    if (typeof headersJson !== "string" || typeof kind !== "string" || !RESPONSE_KINDS.has(kind)) return fail("SANDBOX_CORRUPTED", "the response arrived malformed");
+    let headers: Record<string, string | string[]>;
     try {
-      const r = JSON.parse(json) as HttpResponse;
-      if (!Number.isInteger(r.status) || r.status < 100 || r.status > 599) return;
-      rec.response = r;
-      rec.onRespond(r);
-    } catch {
-      /* malformed: ignore */
+      // Escaped values can take 6 characters per byte.
+      const parsed = parseJson(headersJson, { maxDepth: 2, maxLength: MAX_RESPONSE_HEADERS * (6 * MAX_HEADER_VALUE_BYTES + 1024) });
+      const checked = checkHeaders(parsed);
+      if (!checked.ok) return fail("SANDBOX_CORRUPTED", checked.message);
+      headers = { ...checked.value };
+    } catch (err) {
+      return fail("SANDBOX_CORRUPTED", `the headers are not acceptable: ${(err as Error).message}`);
     }
+    let out: HttpResponse["body"];
+    if (kind === "empty") {
+      if (body !== null) return fail("SANDBOX_CORRUPTED", "the response arrived malformed");
+      out = null;
+    } else if (kind === "bytes") {
+      if (!(body instanceof Uint8Array)) return fail("SANDBOX_CORRUPTED", "the response arrived malformed");
+      if (body.byteLength > max) return fail("LIMIT_EXCEEDED", `the body is ${body.byteLength} bytes, over the limit of ${max} bytes`);
+      out = { base64: Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64") };
+    } else {
+      if (typeof body !== "string") return fail("SANDBOX_CORRUPTED", "the response arrived malformed");
+      const bytes = body.length * 3 > max ? Buffer.byteLength(body) : body.length;
+      if (bytes > max) return fail("LIMIT_EXCEEDED", `the body is ${bytes} bytes, over the limit of ${max} bytes`);
+      if (kind === "json" && jsonDepth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) return fail("LIMIT_EXCEEDED", `the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+      out = body;
+    }
+    const response: HttpResponse = { status: st.value, headers, body: out };
+    rec.response = response;
+    rec.onRespond(response);
   }
 
   private onTimer(op: unknown, id: unknown, ms: unknown): void {

@@ -1,6 +1,10 @@
-// Messages between the supervisor (host process) and a runner child process.
+// Messages between the supervisor (host process) and a runner child process. The IPC channel uses
+// JSON serialization (V8's JSON.parse is iterative: no message, however nested, can overflow the
+// receiver's stack while decoding), and every user-derived part travels as a string of JSON text
+// or as primitive fields. Each side checks the shape of every message it receives with the
+// readers below before using it; the host also re-checks sizes and depth of the user's data.
 import type { SandboxLimits } from "../config.js";
-import type { Emit, HttpResponse, InvocationError, InvocationMethod, LogLine } from "../types.js";
+import type { EmitMeta, InvocationError, InvocationMethod, LogLine } from "../types.js";
 
 export interface WorkerInit {
   type: "init";
@@ -20,8 +24,10 @@ export interface InvokeRequest {
   /** Present when the host believes the child does not hold this bundle yet. */
   bundle?: string;
   method: InvocationMethod;
-  /** JSON payload for the isolate (props, event, db, http, steps). */
+  /** JSON payload for the isolate (props, event, http, steps, limits). */
   payload: string;
+  /** The source's this.db snapshot as JSON text (an object). */
+  db: string;
   timeoutMs: number;
   memoryMb: number;
 }
@@ -36,14 +42,22 @@ export interface DescribeRequest {
 
 export type HostToWorker = WorkerInit | InvokeRequest | DescribeRequest | { type: "ping"; seq: number } | { type: "shutdown" };
 
+/** One accepted emit: the event as JSON text, meta as primitive fields. */
+export interface WorkerEmit {
+  event: string;
+  meta: EmitMeta;
+}
+
 export interface WorkerOutcome {
   ok: boolean;
   error?: InvocationError;
-  emits: Emit[];
-  db?: Record<string, unknown>;
+  emits: WorkerEmit[];
+  /** The db snapshot as JSON text, present when dbChanged. */
+  db?: string;
   dbChanged: boolean;
-  returnValue?: unknown;
-  exports?: Record<string, unknown>;
+  /** Actions: JSON text of the return value and of the exports object. */
+  returnValue?: string;
+  exports?: string;
   exited?: { reason?: string };
   droppedLogLines: number;
   cpuMs: number;
@@ -51,15 +65,238 @@ export interface WorkerOutcome {
   warm: boolean;
 }
 
+/** A custom response as it crosses: headers as JSON text, the body as text or base64. */
+export interface WorkerResponse {
+  status: number;
+  headers: string;
+  body: string | null;
+  base64: boolean;
+}
+
 export type WorkerToHost =
   | { type: "ready" }
   | { type: "pong"; seq: number }
   | { type: "logs"; id: number; lines: LogLine[] }
-  | { type: "respond"; id: number; response: HttpResponse }
+  | { type: "respond"; id: number; response: WorkerResponse }
   | { type: "need-bundle"; id: number }
   | { type: "result"; id: number; outcome: WorkerOutcome }
-  | { type: "described"; id: number; result: DescribeResult };
+  | { type: "described"; id: number; result: WorkerDescribeResult };
 
-export type DescribeResult =
-  | { ok: true; describe: unknown; logs: LogLine[] }
-  | { ok: false; error: InvocationError; logs: LogLine[] };
+/** `describe` is the component's description as JSON text. */
+export type WorkerDescribeResult = { ok: true; describe: string; logs: LogLine[] } | { ok: false; error: InvocationError; logs: LogLine[] };
+
+/** What the runtime answers for describe (the host has parsed the description). */
+export type DescribeResult = { ok: true; describe: unknown; logs: LogLine[] } | { ok: false; error: InvocationError; logs: LogLine[] };
+
+/** Every code an InvocationError may carry. */
+export const ERROR_CODES = new Set([
+  "USER_ERROR",
+  "CONFIGURATION_ERROR",
+  "LOAD_ERROR",
+  "TIMEOUT",
+  "MEMORY_LIMIT",
+  "RUNNER_CRASHED",
+  "RUNNER_UNRESPONSIVE",
+  "LIMIT_EXCEEDED",
+  "ISOLATE_DISPOSED",
+  "SANDBOX_FAILED",
+  "SANDBOX_CORRUPTED",
+  "SANDBOX_PROTOCOL",
+  "RUNTIME_CLOSED",
+]);
+
+const METHODS = new Set(["run", "deploy", "activate", "deactivate"]);
+const LOG_LEVELS = new Set(["log", "info", "warn", "error", "debug", "system"]);
+/** Longest name, message and stack of an InvocationError crossing the process boundary. */
+const MAX_ERROR_FIELD = 16 * 1024;
+
+/** A message that fails its shape check; `id` names the invocation it belonged to, if readable. */
+export class ProtocolError extends Error {
+  override readonly name = "ProtocolError";
+  constructor(
+    message: string,
+    readonly id: number | undefined,
+  ) {
+    super(message);
+  }
+}
+
+type Rec = Record<string, unknown>;
+
+export function isRec(v: unknown): v is Rec {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
+const isPositiveInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+const isTime = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
+
+function str(msg: Rec, key: string, id: number | undefined, max = Number.MAX_SAFE_INTEGER): string {
+  const v = msg[key];
+  if (typeof v !== "string" || v.length > max) throw new ProtocolError(`"${key}" must be a string${max < Number.MAX_SAFE_INTEGER ? ` of at most ${max} characters` : ""}`, id);
+  return v;
+}
+
+export function readError(v: unknown, id: number | undefined): InvocationError {
+  if (!isRec(v)) throw new ProtocolError("the error must be an object", id);
+  const name = str(v, "name", id, MAX_ERROR_FIELD);
+  const message = str(v, "message", id, MAX_ERROR_FIELD);
+  const code = str(v, "code", id, 64);
+  if (!ERROR_CODES.has(code)) throw new ProtocolError(`unknown error code ${JSON.stringify(code)}`, id);
+  const out: InvocationError = { name, message, code };
+  if (v["stack"] !== undefined) out.stack = str(v, "stack", id, MAX_ERROR_FIELD);
+  return out;
+}
+
+/** Log lines as they cross (both directions use the same shape). */
+export function readLogLines(v: unknown, id: number, maxLineChars: number): LogLine[] {
+  if (!Array.isArray(v)) throw new ProtocolError("log lines must be an array", id);
+  const lines: LogLine[] = [];
+  for (const line of v) {
+    if (!isRec(line) || !isTime(line["ts"]) || typeof line["level"] !== "string" || !LOG_LEVELS.has(line["level"])) {
+      throw new ProtocolError("a log line must be { ts, level, message }", id);
+    }
+    lines.push({ ts: line["ts"], level: line["level"] as LogLine["level"], message: str(line, "message", id, maxLineChars) });
+  }
+  return lines;
+}
+
+function readLimits(v: unknown): SandboxLimits {
+  if (!isRec(v)) throw new ProtocolError("limits must be an object", undefined);
+  const keys: (keyof SandboxLimits)[] = [
+    "timeoutMs",
+    "memoryMb",
+    "maxEmitBytes",
+    "maxEmitsPerRun",
+    "maxLogBytes",
+    "maxLogLines",
+    "maxLogLineChars",
+    "maxDbBytes",
+    "maxResponseBytes",
+    "httpTimeoutMs",
+    "httpMaxResponseBytes",
+    "httpMaxConcurrent",
+  ];
+  const out: Record<string, number> = {};
+  for (const k of keys) {
+    if (!isPositiveInt(v[k])) throw new ProtocolError(`limits.${k} must be a positive integer`, undefined);
+    out[k] = v[k] as number;
+  }
+  return out as unknown as SandboxLimits;
+}
+
+/** Checks a message from the host (in the runner child). */
+export function readHostMessage(raw: unknown): HostToWorker {
+  if (!isRec(raw) || typeof raw["type"] !== "string") throw new ProtocolError("a message must be an object with a type", undefined);
+  const id = isId(raw["id"]) ? raw["id"] : undefined;
+  switch (raw["type"]) {
+    case "init":
+      if (typeof raw["allowPrivateNetworks"] !== "boolean" || !isPositiveInt(raw["maxWarmIsolates"])) throw new ProtocolError("malformed init", undefined);
+      return { type: "init", prelude: str(raw, "prelude", undefined), limits: readLimits(raw["limits"]), allowPrivateNetworks: raw["allowPrivateNetworks"], maxWarmIsolates: raw["maxWarmIsolates"] };
+    case "invoke": {
+      if (id === undefined) throw new ProtocolError("an invocation needs an id", undefined);
+      if (!METHODS.has(raw["method"] as string)) throw new ProtocolError("unknown method", id);
+      if (!isPositiveInt(raw["timeoutMs"]) || !isPositiveInt(raw["memoryMb"])) throw new ProtocolError("timeoutMs and memoryMb must be positive integers", id);
+      const msg: InvokeRequest = {
+        type: "invoke",
+        id,
+        ownerId: str(raw, "ownerId", id, 1024),
+        sourceId: str(raw, "sourceId", id, 1024),
+        bundleKey: str(raw, "bundleKey", id, 1024),
+        method: raw["method"] as InvocationMethod,
+        payload: str(raw, "payload", id),
+        db: str(raw, "db", id),
+        timeoutMs: raw["timeoutMs"],
+        memoryMb: raw["memoryMb"],
+      };
+      if (raw["bundle"] !== undefined) msg.bundle = str(raw, "bundle", id);
+      return msg;
+    }
+    case "describe":
+      if (id === undefined) throw new ProtocolError("a describe request needs an id", undefined);
+      if (!isPositiveInt(raw["timeoutMs"]) || !isPositiveInt(raw["memoryMb"])) throw new ProtocolError("timeoutMs and memoryMb must be positive integers", id);
+      return { type: "describe", id, bundle: str(raw, "bundle", id), timeoutMs: raw["timeoutMs"], memoryMb: raw["memoryMb"] };
+    case "ping":
+      if (!isTime(raw["seq"])) throw new ProtocolError("malformed ping", undefined);
+      return { type: "ping", seq: raw["seq"] };
+    case "shutdown":
+      return { type: "shutdown" };
+    default:
+      throw new ProtocolError(`unknown message type ${JSON.stringify(String(raw["type"]).slice(0, 40))}`, id);
+  }
+}
+
+/**
+ * Checks the shape of a message from a runner child (in the host). The user-derived texts inside
+ * (events, db, return value, exports, headers, description) are bounded and parsed by the caller.
+ */
+export function readWorkerMessage(raw: unknown, limits: SandboxLimits): WorkerToHost {
+  if (!isRec(raw) || typeof raw["type"] !== "string") throw new ProtocolError("a message must be an object with a type", undefined);
+  if (raw["type"] === "ready") return { type: "ready" };
+  if (raw["type"] === "pong") return { type: "pong", seq: isTime(raw["seq"]) ? raw["seq"] : 0 };
+  const id = raw["id"];
+  if (!isId(id)) throw new ProtocolError("the message has no valid id", undefined);
+  // Lines are cut at maxLogLineChars; the cut marker adds a few characters.
+  const maxLine = limits.maxLogLineChars + 128;
+  switch (raw["type"]) {
+    case "logs":
+      return { type: "logs", id, lines: readLogLines(raw["lines"], id, maxLine) };
+    case "need-bundle":
+      return { type: "need-bundle", id };
+    case "respond": {
+      const r = raw["response"];
+      if (!isRec(r) || !Number.isSafeInteger(r["status"]) || typeof r["base64"] !== "boolean" || (r["body"] !== null && typeof r["body"] !== "string")) {
+        throw new ProtocolError("a response must be { status, headers, body, base64 }", id);
+      }
+      return { type: "respond", id, response: { status: r["status"] as number, headers: str(r, "headers", id), body: r["body"] as string | null, base64: r["base64"] } };
+    }
+    case "result":
+      return { type: "result", id, outcome: readOutcome(raw["outcome"], id, limits) };
+    case "described": {
+      const r = raw["result"];
+      if (!isRec(r) || typeof r["ok"] !== "boolean") throw new ProtocolError("a describe result must be { ok, ... }", id);
+      const logs = readLogLines(r["logs"], id, maxLine);
+      if (r["ok"]) return { type: "described", id, result: { ok: true, describe: str(r, "describe", id), logs } };
+      return { type: "described", id, result: { ok: false, error: readError(r["error"], id), logs } };
+    }
+    default:
+      throw new ProtocolError(`unknown message type ${JSON.stringify(String(raw["type"]).slice(0, 40))}`, id);
+  }
+}
+
+function readOutcome(v: unknown, id: number, limits: SandboxLimits): WorkerOutcome {
+  if (!isRec(v)) throw new ProtocolError("the outcome must be an object", id);
+  if (typeof v["ok"] !== "boolean" || typeof v["dbChanged"] !== "boolean" || typeof v["warm"] !== "boolean") {
+    throw new ProtocolError("the outcome needs ok, dbChanged and warm booleans", id);
+  }
+  if (!isCount(v["droppedLogLines"]) || !isTime(v["cpuMs"]) || !isTime(v["wallMs"])) throw new ProtocolError("the outcome's counters are malformed", id);
+  if (!Array.isArray(v["emits"])) throw new ProtocolError("emits must be an array", id);
+  if (v["emits"].length > limits.maxEmitsPerRun) throw new ProtocolError(`more than ${limits.maxEmitsPerRun} emits`, id);
+  const emits: WorkerEmit[] = [];
+  for (const e of v["emits"]) {
+    if (!isRec(e) || typeof e["event"] !== "string" || !isRec(e["meta"])) throw new ProtocolError("an emit must be { event: JSON text, meta }", id);
+    emits.push({ event: e["event"], meta: e["meta"] as EmitMeta });
+  }
+  const out: WorkerOutcome = {
+    ok: v["ok"],
+    emits,
+    dbChanged: v["dbChanged"],
+    droppedLogLines: v["droppedLogLines"],
+    cpuMs: v["cpuMs"],
+    wallMs: v["wallMs"],
+    warm: v["warm"],
+  };
+  if (v["error"] !== undefined) out.error = readError(v["error"], id);
+  if (out.ok === (out.error !== undefined)) throw new ProtocolError("an outcome has an error exactly when it is not ok", id);
+  if (v["db"] !== undefined) out.db = str(v, "db", id);
+  if (out.dbChanged !== (out.db !== undefined)) throw new ProtocolError("a db snapshot comes exactly when dbChanged", id);
+  if (v["returnValue"] !== undefined) out.returnValue = str(v, "returnValue", id);
+  if (v["exports"] !== undefined) out.exports = str(v, "exports", id);
+  if (v["exited"] !== undefined) {
+    const x = v["exited"];
+    if (!isRec(x) || (x["reason"] !== undefined && typeof x["reason"] !== "string")) throw new ProtocolError("exited must be { reason? }", id);
+    out.exited = x["reason"] === undefined ? {} : { reason: str(x, "reason", id, MAX_ERROR_FIELD) };
+  }
+  return out;
+}

@@ -1,10 +1,16 @@
 // The Runtime: supervisor of the runner child processes. It routes each source to one child (so
 // its warm isolate is found again), bounds concurrency, watches heartbeats, kills a child that
-// stops answering or overruns an invocation, and starts a fresh one in its place.
+// stops answering, overruns an invocation or keeps sending malformed messages, and starts a fresh
+// one in its place. Every message from a child is shape-checked, and the user's data in it
+// (events, db, return value, exports, response) is re-checked for size and depth and parsed with
+// the bounded parser: a bug or a compromise in the child cannot make this process throw.
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { JsonLimitError, parseJson, stringifyJson } from "../../json/bounded.js";
 import { defaultWorkerCount, resolveLimits, type RuntimeOptions, type SandboxLimits } from "../config.js";
+import { checkHeaders, checkMeta, checkStatus, MAX_HEADER_VALUE_BYTES, MAX_RESPONSE_HEADERS } from "../rules.js";
 import type {
+  Emit,
   HttpResponse,
   Invocation,
   InvocationCallbacks,
@@ -12,8 +18,18 @@ import type {
   InvocationOutcome,
   LogLine,
 } from "../types.js";
+import { MAX_DESCRIBE_CHARS } from "./isolateResults.js";
 import { preludeSource } from "./preludeBundle.js";
-import type { DescribeResult, HostToWorker, InvokeRequest, WorkerOutcome, WorkerToHost } from "./protocol.js";
+import {
+  isRec,
+  ProtocolError,
+  readWorkerMessage,
+  type DescribeResult,
+  type HostToWorker,
+  type InvokeRequest,
+  type WorkerOutcome,
+  type WorkerResponse,
+} from "./protocol.js";
 
 export class RuntimeClosedError extends Error {
   override readonly name = "RuntimeClosedError";
@@ -29,6 +45,9 @@ interface PendingInvoke {
   inv: Invocation;
   callbacks: InvocationCallbacks;
   logs: LogLine[];
+  logBytes: number;
+  /** Lines past the limits, dropped here (the child enforces them too). */
+  hostDroppedLogs: number;
   response: HttpResponse | undefined;
   resolve: (o: InvocationOutcome) => void;
   hardTimer: NodeJS.Timeout | undefined;
@@ -46,11 +65,21 @@ type Pending = PendingInvoke | PendingDescribe;
 
 const WORKER_PATH = fileURLToPath(new URL("./worker.js", import.meta.url));
 const VALID_METHODS = new Set(["run", "deploy", "activate", "deactivate"]);
+/** Malformed messages from one child within this window after which it is killed and replaced. */
+const BAD_MESSAGE_WINDOW_MS = 60_000;
+const MAX_BAD_MESSAGES = 3;
+const META_KEYS = new Set(["id", "name", "summary", "ts"]);
+
+function protocolFailure(reason: string): InvocationError {
+  return { name: "SandboxProtocolError", code: "SANDBOX_PROTOCOL", message: `the runner process sent a malformed message (${reason.slice(0, 300)}); the invocation was aborted` };
+}
 
 class RunnerProcess {
   child: ChildProcess | undefined;
   ready: Promise<void> = Promise.resolve();
   markReady: () => void = () => {};
+  /** Whether `ready` has resolved (a pending one is kept when the child is replaced again). */
+  isReady = true;
   readonly pending = new Map<number, Pending>();
   readonly knownBundles = new Set<string>();
   readonly waiting: (() => void)[] = [];
@@ -58,6 +87,7 @@ class RunnerProcess {
   killReason: InvocationError | undefined;
   restarts = 0;
   recentCrashes: number[] = [];
+  badMessages: number[] = [];
 
   constructor(readonly index: number) {}
 
@@ -78,7 +108,7 @@ function fnv1a(text: string): number {
 export class Runtime {
   readonly limits: SandboxLimits;
   private readonly runners: RunnerProcess[];
-  private readonly opts: Required<Omit<RuntimeOptions, "limits" | "timeoutMs" | "memoryMb" | "workers">> & { workers: number };
+  private readonly opts: Required<Omit<RuntimeOptions, "limits" | "timeoutMs" | "memoryMb" | "workers" | "workerPath">> & { workers: number; workerPath: string };
   private nextId = 1;
   private closed = false;
   private readonly heartbeat: NodeJS.Timeout;
@@ -89,6 +119,10 @@ export class Runtime {
 
   constructor(options: RuntimeOptions) {
     this.limits = resolveLimits(options);
+    // The runner children refuse anything else (protocol.ts): say so here, not as a hang later.
+    for (const [name, value] of Object.entries(this.limits)) {
+      if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`runtime limit ${name} must be a positive integer, got ${String(value)}`);
+    }
     this.opts = {
       workers: options.workers ?? defaultWorkerCount(),
       cacheDir: options.cacheDir,
@@ -99,6 +133,7 @@ export class Runtime {
       heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? 10_000,
       hardKillGraceMs: options.hardKillGraceMs ?? 5000,
       loadTimeoutMs: options.loadTimeoutMs ?? 10_000,
+      workerPath: options.workerPath ?? WORKER_PATH,
     };
     this.prelude = preludeSource();
     this.runners = Array.from({ length: Math.max(1, this.opts.workers) }, (_, i) => new RunnerProcess(i));
@@ -133,22 +168,27 @@ export class Runtime {
   }
 
   private spawn(runner: RunnerProcess): void {
-    const child = fork(WORKER_PATH, [], {
+    const child = fork(this.opts.workerPath, [], {
       execArgv: ["--no-node-snapshot"],
       // Components never see the environment; the runner itself needs none either.
       env: {},
-      serialization: "advanced",
+      // JSON, not structured clone: decoding cannot overflow the stack, however nested a message.
+      serialization: "json",
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });
     runner.child = child;
     runner.killReason = undefined;
     runner.knownBundles.clear();
+    runner.badMessages = [];
     runner.lastPong = Date.now();
-    child.on("message", (msg: WorkerToHost) => {
-      if (msg.type === "ready") {
-        runner.lastPong = Date.now();
-        runner.markReady();
-      } else this.onMessage(runner, msg);
+    child.on("message", (raw: unknown) => {
+      if (runner.child !== child) return;
+      try {
+        this.onMessage(runner, raw);
+      } catch (err) {
+        // Never throws out of the handler: that would take the host process down.
+        safeCall(() => this.onBadMessage(runner, err));
+      }
     });
     child.on("exit", (code, signal) => this.onExit(runner, child, code, signal));
     child.on("error", () => {
@@ -193,7 +233,7 @@ export class Runtime {
         const error: InvocationError = pending.overran
           ? { name: "TimeoutError", code: "TIMEOUT", message: `the invocation did not stop within ${pending.msg.timeoutMs} ms; its runner process was killed and replaced` }
           : reason;
-        this.finishInvoke(pending, null, error);
+        this.finishInvoke(runner, pending, null, error);
       } else {
         pending.resolve({ ok: false, error: reason, logs: [] });
       }
@@ -217,6 +257,13 @@ export class Runtime {
     if (!runner.child) return;
     runner.killReason ??= reason;
     runner.child.kill("SIGKILL");
+    // No new work for a dying child: acquire() and ready() wait for the replacement.
+    if (!this.closed) resetReady(runner);
+    try {
+      if (runner.child.connected) runner.child.disconnect();
+    } catch {
+      /* already gone */
+    }
   }
 
   private checkHeartbeats(): void {
@@ -233,24 +280,28 @@ export class Runtime {
     }
   }
 
-  private onMessage(runner: RunnerProcess, msg: WorkerToHost): void {
+  private onMessage(runner: RunnerProcess, raw: unknown): void {
+    const msg = readWorkerMessage(raw, this.limits);
     runner.lastPong = Date.now();
-    if (msg.type === "pong" || msg.type === "ready") return;
+    if (msg.type === "ready") {
+      runner.markReady();
+      return;
+    }
+    if (msg.type === "pong") return;
     const pending = runner.pending.get(msg.id);
     if (!pending) return;
     switch (msg.type) {
       case "logs":
         if (pending.kind !== "invoke") return;
-        for (const line of msg.lines) {
-          pending.logs.push(line);
-          safeCall(() => pending.callbacks.onLog?.(line));
-        }
+        for (const line of msg.lines) this.addLog(pending, line);
         return;
-      case "respond":
+      case "respond": {
         if (pending.kind !== "invoke" || pending.response) return;
-        pending.response = msg.response;
-        safeCall(() => pending.callbacks.onRespond?.(msg.response));
+        const response = this.readResponse(msg.response, msg.id);
+        pending.response = response;
+        safeCall(() => pending.callbacks.onRespond?.(response));
         return;
+      }
       case "need-bundle":
         if (pending.kind !== "invoke") return;
         runner.knownBundles.add(pending.msg.bundleKey);
@@ -259,22 +310,146 @@ export class Runtime {
       case "result":
         if (pending.kind !== "invoke") return;
         runner.pending.delete(msg.id);
-        this.finishInvoke(pending, msg.outcome, undefined);
+        this.finishInvoke(runner, pending, msg.outcome, undefined);
         this.drain(runner);
         return;
-      case "described":
+      case "described": {
         if (pending.kind !== "describe") return;
         runner.pending.delete(msg.id);
-        pending.resolve(msg.result);
+        const r = msg.result;
+        if (!r.ok) pending.resolve(r);
+        else {
+          try {
+            pending.resolve({ ok: true, describe: parseJson(r.describe, { maxLength: MAX_DESCRIBE_CHARS }), logs: r.logs });
+          } catch (err) {
+            pending.resolve({ ok: false, error: protocolFailure(`the description: ${(err as Error).message}`), logs: r.logs });
+          }
+        }
         this.drain(runner);
         return;
+      }
     }
   }
 
-  private finishInvoke(pending: PendingInvoke, outcome: WorkerOutcome | null, error: InvocationError | undefined): void {
+  /** A message that failed its checks: fails its invocation; repeated garbage replaces the child. */
+  private onBadMessage(runner: RunnerProcess, err: unknown): void {
+    const reason = String((err as Error)?.message ?? err);
+    const id = err instanceof ProtocolError ? err.id : undefined;
+    const pending = id === undefined ? undefined : runner.pending.get(id);
+    if (pending) {
+      runner.pending.delete(id!);
+      if (pending.kind === "invoke") this.finishInvoke(runner, pending, null, protocolFailure(reason));
+      else pending.resolve({ ok: false, error: protocolFailure(reason), logs: [] });
+      this.drain(runner);
+    }
+    this.countBadMessage(runner);
+  }
+
+  private countBadMessage(runner: RunnerProcess): void {
+    const now = Date.now();
+    runner.badMessages = runner.badMessages.filter((t) => now - t < BAD_MESSAGE_WINDOW_MS);
+    runner.badMessages.push(now);
+    if (runner.badMessages.length >= MAX_BAD_MESSAGES) {
+      this.kill(runner, {
+        name: "SandboxProtocolError",
+        code: "SANDBOX_PROTOCOL",
+        message: "the runner process kept sending malformed messages and was replaced; the invocation was aborted",
+      });
+    }
+  }
+
+  private addLog(pending: PendingInvoke, line: LogLine): void {
+    const { maxLogLines, maxLogBytes, maxLogLineChars } = this.limits;
+    if (pending.logs.length >= maxLogLines || pending.logBytes + Math.min(line.message.length, maxLogLineChars) > maxLogBytes + maxLogLineChars) {
+      pending.hostDroppedLogs++;
+      return;
+    }
+    pending.logBytes += line.message.length;
+    pending.logs.push(line);
+    safeCall(() => pending.callbacks.onLog?.(line));
+  }
+
+  private readResponse(r: WorkerResponse, id: number): HttpResponse {
+    const max = this.limits.maxResponseBytes;
+    const status = checkStatus(r.status);
+    if (!status.ok) throw new ProtocolError(status.message, id);
+    let headers: Record<string, string | string[]>;
+    try {
+      const checked = checkHeaders(parseJson(r.headers, { maxDepth: 2, maxLength: MAX_RESPONSE_HEADERS * (6 * MAX_HEADER_VALUE_BYTES + 1024) }));
+      if (!checked.ok) throw new Error(checked.message);
+      headers = { ...checked.value };
+    } catch (err) {
+      throw new ProtocolError(`response headers: ${(err as Error).message}`, id);
+    }
+    if (r.body === null) return { status: status.value, headers, body: null };
+    if (r.base64) {
+      if (r.body.length > Math.ceil(max / 3) * 4 || !/^[A-Za-z0-9+/]*={0,2}$/.test(r.body)) throw new ProtocolError("the response body is not base64 within the limit", id);
+      return { status: status.value, headers, body: { base64: r.body } };
+    }
+    if (Buffer.byteLength(r.body) > max) throw new ProtocolError(`the response body is over ${max} bytes`, id);
+    return { status: status.value, headers, body: r.body };
+  }
+
+  /** Parses and re-checks the user's data in an outcome; throws ProtocolError naming what failed. */
+  private readUserData(pending: PendingInvoke, outcome: WorkerOutcome, emits: Emit[]): Pick<InvocationOutcome, "db" | "returnValue" | "exports"> {
+    const { maxEmitBytes, maxDbBytes } = this.limits;
+    const id = pending.msg.id;
+    const bounded = (text: string, what: string, maxBytes: number): unknown => {
+      const bytes = text.length * 3 > maxBytes ? Buffer.byteLength(text) : text.length;
+      if (bytes > maxBytes) throw new ProtocolError(`${what} is ${bytes} bytes, over the limit of ${maxBytes}`, id);
+      try {
+        return parseJson(text, { maxLength: maxBytes });
+      } catch (err) {
+        throw new ProtocolError(`${what}: ${(err as Error).message}`, id);
+      }
+    };
+    for (const e of outcome.emits) {
+      const meta = e.meta as unknown as Record<string, unknown>;
+      const checked = checkMeta(meta["id"], meta["name"], meta["summary"], meta["ts"]);
+      if (!checked.ok || Object.keys(meta).some((k) => !META_KEYS.has(k))) throw new ProtocolError(`an emit's meta: ${checked.ok ? "unknown fields" : checked.message}`, id);
+      emits.push({ event: bounded(e.event, "an emitted event", maxEmitBytes), meta: checked.value });
+    }
+    const out: Pick<InvocationOutcome, "db" | "returnValue" | "exports"> = { db: pending.inv.db ?? {} };
+    if (outcome.db !== undefined) {
+      // Escaping can take 6 characters per byte; the input snapshot may already be over the limit.
+      const maxLength = 6 * Math.max(maxDbBytes, pending.msg.db.length) + 65_536;
+      let db: unknown;
+      try {
+        db = parseJson(outcome.db, { maxLength });
+      } catch (err) {
+        throw new ProtocolError(`the db snapshot: ${(err as Error).message}`, id);
+      }
+      if (!isRec(db)) throw new ProtocolError("the db snapshot is not an object", id);
+      const size = dbSize(db);
+      if (size > maxDbBytes && size > dbSize(pending.inv.db ?? {})) throw new ProtocolError(`the db snapshot is ${size} bytes, over the limit of ${maxDbBytes}`, id);
+      out.db = db;
+    }
+    if (outcome.returnValue !== undefined) out.returnValue = bounded(outcome.returnValue, "the return value", maxEmitBytes);
+    if (outcome.exports !== undefined) {
+      const exports = bounded(outcome.exports, "the exports", maxEmitBytes);
+      if (!isRec(exports)) throw new ProtocolError("the exports are not an object", id);
+      out.exports = exports;
+    }
+    return out;
+  }
+
+  private finishInvoke(runner: RunnerProcess, pending: PendingInvoke, outcome: WorkerOutcome | null, error: InvocationError | undefined): void {
     clearTimeout(pending.hardTimer);
+    const emits: Emit[] = [];
+    let data: Pick<InvocationOutcome, "db" | "returnValue" | "exports"> = { db: pending.inv.db ?? {} };
+    let protocolError: InvocationError | undefined;
+    if (outcome) {
+      try {
+        data = this.readUserData(pending, outcome, emits);
+      } catch (err) {
+        // Emits that passed before the bad part are kept, as after any failure.
+        protocolError = protocolFailure(String((err as Error)?.message ?? err));
+        data = { db: pending.inv.db ?? {} };
+        this.countBadMessage(runner);
+      }
+    }
     const logs = pending.logs;
-    const dropped = outcome?.droppedLogLines ?? 0;
+    const dropped = (outcome?.droppedLogLines ?? 0) + pending.hostDroppedLogs;
     if (dropped > 0) {
       const line: LogLine = {
         ts: Date.now(),
@@ -284,23 +459,23 @@ export class Runtime {
       logs.push(line);
       safeCall(() => pending.callbacks.onLog?.(line));
     }
-    const snapshot = pending.inv.db ?? {};
+    const dbChanged = outcome?.dbChanged === true && protocolError === undefined;
+    const err = error ?? protocolError ?? outcome?.error;
     const result: InvocationOutcome = {
-      ok: outcome?.ok === true && !error,
-      emits: outcome?.emits ?? [],
+      ok: outcome?.ok === true && !err,
+      emits,
       logs,
-      db: outcome?.dbChanged && outcome.db ? outcome.db : snapshot,
-      dbChanged: outcome?.dbChanged === true,
+      db: dbChanged ? data.db : (pending.inv.db ?? {}),
+      dbChanged,
       cpuMs: outcome?.cpuMs ?? 0,
       wallMs: outcome?.wallMs ?? Date.now() - pending.started,
       warm: outcome?.warm ?? false,
     };
-    const err = error ?? outcome?.error;
     if (err) result.error = err;
     if (pending.response) result.response = pending.response;
-    if (outcome?.returnValue !== undefined) result.returnValue = outcome.returnValue;
-    if (outcome?.exports) result.exports = outcome.exports;
-    if (outcome?.exited) result.exited = outcome.exited;
+    if (result.ok && data.returnValue !== undefined) result.returnValue = data.returnValue;
+    if (result.ok && data.exports) result.exports = data.exports;
+    if (result.ok && outcome?.exited) result.exited = outcome.exited;
     pending.resolve(result);
   }
 
@@ -348,18 +523,21 @@ export class Runtime {
     const memoryMb = Math.max(8, inv.limits?.memoryMb ?? this.limits.memoryMb);
     const { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes } = this.limits;
     let payload: string;
+    let db: string;
     try {
-      payload = JSON.stringify({
+      // Bounded like everything else that crosses to the child (depth at most MAX_JSON_DEPTH).
+      payload = stringifyJson({
         method: inv.method,
         props: inv.props ?? {},
         event: inv.event,
-        db: inv.db ?? {},
         http: inv.http,
         steps: inv.steps,
         limits: { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes },
       });
+      db = stringifyJson(inv.db ?? {});
     } catch (err) {
-      throw new InvalidInvocationError(`invocation props, event or db are not JSON-serializable: ${(err as Error).message}`);
+      const why = err instanceof JsonLimitError && err.reason === "too_deep" ? err.message : `not JSON-serializable: ${(err as Error).message}`;
+      throw new InvalidInvocationError(`invocation props, event or db are ${why}`);
     }
     const runner = this.runnerFor(inv);
     await this.acquire(runner);
@@ -378,6 +556,7 @@ export class Runtime {
       bundleKey,
       method: inv.method,
       payload,
+      db,
       timeoutMs,
       memoryMb,
     };
@@ -388,6 +567,8 @@ export class Runtime {
         inv,
         callbacks,
         logs: [],
+        logBytes: 0,
+        hostDroppedLogs: 0,
         response: undefined,
         resolve,
         hardTimer: undefined,
@@ -442,7 +623,22 @@ export class Runtime {
 }
 
 function resetReady(runner: RunnerProcess): void {
-  runner.ready = new Promise<void>((resolve) => (runner.markReady = resolve));
+  // Whoever already waits on a pending promise must be woken by the next child's "ready".
+  if (!runner.isReady) return;
+  runner.isReady = false;
+  runner.ready = new Promise<void>((resolve) => {
+    runner.markReady = () => {
+      runner.isReady = true;
+      resolve();
+    };
+  });
+}
+
+/** this.db size as the limit counts it: UTF-8 bytes of every key and its JSON value. */
+function dbSize(db: Record<string, unknown>): number {
+  let size = 0;
+  for (const [k, v] of Object.entries(db)) size += Buffer.byteLength(k) + Buffer.byteLength(JSON.stringify(v) ?? "");
+  return size;
 }
 
 function safeCall(fn: () => void): void {
@@ -461,5 +657,6 @@ function validateInvocation(inv: Invocation): void {
   if (!VALID_METHODS.has(inv.method)) problems.push(`method must be run, deploy, activate or deactivate`);
   if (inv.limits?.timeoutMs !== undefined && !(Number.isInteger(inv.limits.timeoutMs) && inv.limits.timeoutMs > 0)) problems.push("limits.timeoutMs must be a positive integer");
   if (inv.limits?.memoryMb !== undefined && !(Number.isInteger(inv.limits.memoryMb) && inv.limits.memoryMb >= 8)) problems.push("limits.memoryMb must be an integer >= 8");
+  if (inv.db !== undefined && !isRec(inv.db)) problems.push("db must be an object");
   if (problems.length) throw new InvalidInvocationError(`invalid invocation: ${problems.join("; ")}`);
 }

@@ -1,8 +1,10 @@
 // Entry of a runner child process (forked by the Runtime supervisor). It owns isolates: one warm
 // slot per (owner, source), an LRU over them, and the per-invocation timeout and memory limit.
-import type { InvocationError, LogLine } from "../types.js";
+// Trusted code: it reads the isolate's proposals (isolateResults.ts) and decides the outcome.
+import type { HttpResponse, InvocationError, LogLine } from "../types.js";
+import { IsolateResultError, readRunResult } from "./isolateResults.js";
 import { IsolateSlot, InvocationRecord, type SlotEnv } from "./isolateSlot.js";
-import type { DescribeRequest, HostToWorker, InvokeRequest, WorkerOutcome, WorkerToHost } from "./protocol.js";
+import { ProtocolError, readHostMessage, type DescribeRequest, type InvokeRequest, type WorkerOutcome, type WorkerResponse, type WorkerToHost } from "./protocol.js";
 
 let env: SlotEnv | undefined;
 let maxWarm = 64;
@@ -14,7 +16,17 @@ const pendingLogs = new Map<number, LogLine[]>();
 let flushScheduled = false;
 
 function send(msg: WorkerToHost): void {
-  process.send?.(msg);
+  try {
+    process.send?.(msg);
+  } catch (err) {
+    // Only a bug can get here (every part of a message is a string or a primitive field).
+    process.stderr.write(`headwater runner: cannot send a ${msg.type} message: ${String((err as Error)?.message ?? err)}\n`);
+  }
+}
+
+function wireResponse(r: HttpResponse): WorkerResponse {
+  const base64 = r.body !== null && typeof r.body === "object";
+  return { status: r.status, headers: JSON.stringify(r.headers), body: r.body === null ? null : typeof r.body === "string" ? r.body : r.body.base64, base64 };
 }
 
 function flushLogs(): void {
@@ -59,15 +71,22 @@ function touch(key: string, slot: IsolateSlot): void {
   }
 }
 
-function classify(err: unknown, rec: InvocationRecord, timeoutMs: number, memoryMb: number): InvocationError {
+function classify(err: unknown, rec: InvocationRecord, slot: IsolateSlot | undefined, timeoutMs: number, memoryMb: number): InvocationError {
+  if (err instanceof IsolateResultError) {
+    return err.limit
+      ? { name: "LimitExceededError", code: "LIMIT_EXCEEDED", message: err.message }
+      : { name: "SandboxError", code: "SANDBOX_CORRUPTED", message: `${err.message}, so its isolate was discarded` };
+  }
   const message = String((err as Error)?.message ?? err);
   if (rec.timedOut) {
     return { name: "TimeoutError", code: "TIMEOUT", message: `the invocation did not finish within ${timeoutMs} ms and was stopped` };
   }
-  if (/memory limit/i.test(message)) {
+  // Only a disposed isolate counts: an error the component made up cannot claim these codes.
+  const disposed = slot !== undefined && (slot.disposed || slot.isolate.isDisposed);
+  if (disposed && /memory limit/i.test(message)) {
     return { name: "MemoryLimitError", code: "MEMORY_LIMIT", message: `the invocation exceeded the memory limit of ${memoryMb} MB and was stopped` };
   }
-  if (/disposed/i.test(message)) return { name: "SandboxError", code: "ISOLATE_DISPOSED", message: `the sandbox was stopped: ${message}` };
+  if (disposed) return { name: "SandboxError", code: "ISOLATE_DISPOSED", message: `the sandbox was stopped: ${message.slice(0, 500)}` };
   // The platform's own code in the isolate failed: almost always built-ins the component replaced.
   return {
     name: "SandboxError",
@@ -83,8 +102,14 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
   const rec = new InvocationRecord(
     msg.id,
     Date.now() + msg.timeoutMs,
+    msg.db,
+    env.limits.maxDbBytes,
     (line) => queueLog(msg.id, line),
-    (response) => send({ type: "respond", id: msg.id, response }),
+    (response) => {
+      // Log lines written before the response go first, as the isolate wrote them.
+      flushLogsOf(msg.id);
+      send({ type: "respond", id: msg.id, response: wireResponse(response) });
+    },
   );
   let slot = slots.get(slotKey);
   if (slot && (slot.bundleKey !== msg.bundleKey || slot.memoryMb !== msg.memoryMb || slot.disposed)) {
@@ -100,6 +125,7 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
   }, msg.timeoutMs);
   let cpuStart = 0n;
   let needBundle = false;
+  let droppedInIsolate = 0;
   const outcome: WorkerOutcome = { ok: false, emits: [], dbChanged: false, droppedLogLines: 0, cpuMs: 0, wallMs: 0, warm };
   try {
     if (!active) {
@@ -124,34 +150,49 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
       active.current = rec;
       cpuStart = active.cpuTimeNs();
     }
-    const json = await active.invoke(msg.payload);
-    const r = JSON.parse(json) as Partial<WorkerOutcome> & { ok: boolean };
+    const r = readRunResult(await active.invoke(msg.payload, msg.db), env.limits);
     outcome.ok = r.ok;
     if (r.error) outcome.error = r.error;
-    outcome.dbChanged = r.dbChanged === true;
-    if (r.db) outcome.db = r.db;
     if (r.returnValue !== undefined) outcome.returnValue = r.returnValue;
-    if (r.exports) outcome.exports = r.exports;
+    if (r.exports !== undefined) outcome.exports = r.exports;
     if (r.exited) outcome.exited = r.exited;
-    outcome.droppedLogLines = r.droppedLogLines ?? 0;
-    if (rec.violation) {
-      outcome.ok = false;
-      outcome.error = { name: "SandboxError", code: "LIMIT_EXCEEDED", message: rec.violation };
-    }
+    droppedInIsolate = r.droppedLogLines;
   } catch (err) {
     outcome.ok = false;
-    outcome.error = classify(err, rec, msg.timeoutMs, msg.memoryMb);
-    active?.dispose();
-    slots.delete(slotKey);
+    outcome.error = classify(err, rec, active, msg.timeoutMs, msg.memoryMb);
+    // A return value over a limit is the component's doing; anything else leaves the isolate suspect.
+    if (!(err instanceof IsolateResultError && err.limit)) {
+      active?.dispose();
+      slots.delete(slotKey);
+    }
   } finally {
     clearTimeout(timer);
     if (active) {
-      outcome.cpuMs = Number(active.cpuTimeNs() - cpuStart) / 1e6;
+      // A disposed isolate reports no CPU time any more.
+      outcome.cpuMs = Math.max(0, Number(active.cpuTimeNs() - cpuStart) / 1e6);
       active.endInvocation();
       if (active.disposed && slots.get(slotKey) === active) slots.delete(slotKey);
     }
+    // A violation seen on the trusted side decides, whatever the isolate reported (it came first).
+    if (rec.violation) {
+      // A proposal no honest prelude makes: the isolate's built-ins cannot be trusted any more.
+      if (rec.violation.code === "SANDBOX_CORRUPTED" && active) {
+        active.dispose();
+        if (slots.get(slotKey) === active) slots.delete(slotKey);
+      }
+      outcome.ok = false;
+      outcome.error = rec.violation;
+      delete outcome.returnValue;
+      delete outcome.exports;
+      delete outcome.exited;
+    }
+    // Emits and db writes accepted before the run ended are kept, also when it failed.
     outcome.emits = rec.emits;
-    outcome.droppedLogLines += rec.hostDroppedLogs;
+    if (rec.db.changed) {
+      outcome.dbChanged = true;
+      outcome.db = rec.db.snapshot();
+    }
+    outcome.droppedLogLines = droppedInIsolate + rec.hostDroppedLogs;
     outcome.wallMs = Number(process.hrtime.bigint() - started) / 1e6;
     flushLogsOf(msg.id);
     if (!needBundle) send({ type: "result", id: msg.id, outcome });
@@ -161,7 +202,7 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
 async function runDescribe(msg: DescribeRequest): Promise<void> {
   if (!env) throw new Error("runner not initialised");
   const logs: LogLine[] = [];
-  const rec = new InvocationRecord(msg.id, Date.now() + msg.timeoutMs, (l) => logs.push(l), () => {});
+  const rec = new InvocationRecord(msg.id, Date.now() + msg.timeoutMs, "{}", env.limits.maxDbBytes, (l) => logs.push(l), () => {});
   const slot = new IsolateSlot(`describe:${msg.id}`, `describe:${msg.id}`, msg.memoryMb, env);
   slot.current = rec;
   const timer = setTimeout(() => {
@@ -169,11 +210,11 @@ async function runDescribe(msg: DescribeRequest): Promise<void> {
     slot.dispose();
   }, msg.timeoutMs);
   try {
-    const loaded = await slot.init(msg.bundle);
-    if (loaded.ok) send({ type: "described", id: msg.id, result: { ok: true, describe: loaded.describe, logs } });
+    const loaded = await slot.init(msg.bundle, true);
+    if (loaded.ok && loaded.describe !== undefined) send({ type: "described", id: msg.id, result: { ok: true, describe: loaded.describe, logs } });
     else send({ type: "described", id: msg.id, result: { ok: false, error: loaded.error ?? { name: "Error", message: "load failed", code: "LOAD_ERROR" }, logs } });
   } catch (err) {
-    send({ type: "described", id: msg.id, result: { ok: false, error: classify(err, rec, msg.timeoutMs, msg.memoryMb), logs } });
+    send({ type: "described", id: msg.id, result: { ok: false, error: classify(err, rec, slot, msg.timeoutMs, msg.memoryMb), logs } });
   } finally {
     clearTimeout(timer);
     slot.dispose();
@@ -191,26 +232,44 @@ function enqueue(key: string, task: () => Promise<void>): void {
   });
 }
 
-process.on("message", (raw: HostToWorker) => {
-  switch (raw.type) {
+function onMessage(raw: unknown): void {
+  const msg = readHostMessage(raw);
+  switch (msg.type) {
     case "init":
-      env = { limits: raw.limits, allowPrivateNetworks: raw.allowPrivateNetworks, prelude: raw.prelude };
-      maxWarm = raw.maxWarmIsolates;
+      env = { limits: msg.limits, allowPrivateNetworks: msg.allowPrivateNetworks, prelude: msg.prelude };
+      maxWarm = msg.maxWarmIsolates;
       send({ type: "ready" });
       return;
     case "ping":
-      send({ type: "pong", seq: raw.seq });
+      send({ type: "pong", seq: msg.seq });
       return;
     case "invoke":
-      if (raw.bundle !== undefined) rememberBundle(raw.bundleKey, raw.bundle);
-      enqueue(`${raw.ownerId}\u0000${raw.sourceId}`, () => runInvocation(raw));
+      if (msg.bundle !== undefined) rememberBundle(msg.bundleKey, msg.bundle);
+      enqueue(`${msg.ownerId}\u0000${msg.sourceId}`, () => runInvocation(msg));
       return;
     case "describe":
-      void runDescribe(raw).catch((err) => process.stderr.write(`headwater runner: ${String(err?.stack ?? err)}\n`));
+      void runDescribe(msg).catch((err) => process.stderr.write(`headwater runner: ${String(err?.stack ?? err)}\n`));
       return;
     case "shutdown":
       for (const slot of slots.values()) slot.dispose();
       process.exit(0);
+  }
+}
+
+process.on("message", (raw: unknown) => {
+  try {
+    onMessage(raw);
+  } catch (err) {
+    // A malformed message from the host: answer the invocation it names, if any, and go on.
+    const id = err instanceof ProtocolError ? err.id : undefined;
+    const message = `the runner process received a malformed message: ${String((err as Error)?.message ?? err).slice(0, 500)}`;
+    process.stderr.write(`headwater runner: ${message}\n`);
+    if (id !== undefined) {
+      const error: InvocationError = { name: "SandboxProtocolError", code: "SANDBOX_PROTOCOL", message };
+      const type = (raw as { type?: unknown } | null)?.type;
+      if (type === "describe") send({ type: "described", id, result: { ok: false, error, logs: [] } });
+      else send({ type: "result", id, outcome: { ok: false, error, emits: [], dbChanged: false, droppedLogLines: 0, cpuMs: 0, wallMs: 0, warm: false } });
+    }
   }
 });
 

@@ -1,0 +1,199 @@
+// Rules of the sandbox boundary that both sides apply: the isolate checks them to throw a clear
+// error into the component, the trusted side (runner child, host) checks them again to decide.
+// Pure code without Node imports: it is bundled into the isolate's prelude too.
+
+/** Longest this.db key (UTF-8 bytes). */
+export const MAX_DB_KEY_BYTES = 1024;
+/** $emit meta: longest string id, longest name, summary cut to this length. */
+export const MAX_META_ID_CHARS = 1024;
+export const MAX_META_NAME_CHARS = 200;
+export const MAX_META_SUMMARY_CHARS = 1024;
+/** http.respond: header lines (values counted one by one) and the longest value (bytes). */
+export const MAX_RESPONSE_HEADERS = 100;
+export const MAX_HEADER_VALUE_BYTES = 8 * 1024;
+/** An error reported by the isolate: longest name, message, stack and $.flow.exit reason. */
+export const MAX_ERROR_NAME_CHARS = 200;
+export const MAX_ERROR_MESSAGE_CHARS = 8 * 1024;
+export const MAX_ERROR_STACK_CHARS = 8 * 1024;
+export const MAX_EXIT_REASON_CHARS = 8 * 1024;
+
+/** Error codes the isolate may propose for a run it reports; every other code is the platform's. */
+export const ISOLATE_ERROR_CODES = ["USER_ERROR", "CONFIGURATION_ERROR", "LIMIT_EXCEEDED"] as const;
+
+// Captured when the module is evaluated (in the isolate: at prelude start), so a component that
+// replaces String or Array members still gets these checks as written.
+const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <A extends unknown[], R>(fn: (...args: A) => R) => (self: unknown, ...args: A) => R;
+const charCodeAt = uncurry(String.prototype.charCodeAt);
+const toLowerCase = uncurry(String.prototype.toLowerCase);
+const sliceString = uncurry(String.prototype.slice);
+const { isArray } = Array;
+const { keys, create } = Object;
+const { isInteger, isFinite, isSafeInteger } = Number;
+const StringCtor = String;
+const NumberCtor = Number;
+const quote = JSON.stringify;
+
+/** RFC 7230 tchar: ! # $ % & ' * + - . ^ _ ` | ~ DIGIT ALPHA */
+function isToken(name: string): boolean {
+  if (name.length === 0) return false;
+  for (let i = 0; i < name.length; i++) {
+    const c = charCodeAt(name, i);
+    const alnum = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+    if (!alnum && !(c === 33 || (c >= 35 && c <= 39) || c === 42 || c === 43 || c === 45 || c === 46 || c === 94 || c === 95 || c === 96 || c === 124 || c === 126)) return false;
+  }
+  return true;
+}
+
+function hasLineBreakOrNul(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = charCodeAt(text, i);
+    if (c === 13 || c === 10 || c === 0) return true;
+  }
+  return false;
+}
+
+function isThreeDigits(text: string): boolean {
+  if (text.length !== 3) return false;
+  for (let i = 0; i < 3; i++) {
+    const c = charCodeAt(text, i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+export type Rule<T> = { ok: true; value: T } | { ok: false; message: string };
+
+/** UTF-8 length without Buffer or TextEncoder (unpaired surrogates count 3, as they encode). */
+export function utf8Bytes(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = charCodeAt(text, i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = charCodeAt(text, i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 3;
+    } else n += 3;
+  }
+  return n;
+}
+
+/**
+ * Whether JSON text nests deeper than `limit` (brackets inside strings do not count). The same
+ * scan as json/bounded's jsonDepth, with the captured charCodeAt, for code in the isolate.
+ */
+export function deeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = charCodeAt(text, i);
+    if (c === 0x22) {
+      for (i++; i < text.length; i++) {
+        const s = charCodeAt(text, i);
+        if (s === 0x5c) i++;
+        else if (s === 0x22) break;
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+/** Whether text of `length` UTF-16 units can be over `max` UTF-8 bytes (else no count needed). */
+export function mayExceedBytes(length: number, max: number): boolean {
+  return length * 3 > max;
+}
+
+/** A final HTTP status: an integer or a string of digits ("200"), 200..599. */
+export function checkStatus(status: unknown): Rule<number> {
+  const n = typeof status === "string" && isThreeDigits(status) ? NumberCtor(status) : status;
+  if (typeof n !== "number" || !isInteger(n)) {
+    return { ok: false, message: `http.respond: status must be an integer (or a string of digits) from 200 to 599, got ${describe(status)}` };
+  }
+  if (n >= 100 && n <= 199) {
+    return { ok: false, message: `http.respond: status ${n} is informational (1xx) and cannot be the final response; use 200 to 599` };
+  }
+  if (n < 200 || n > 599) return { ok: false, message: `http.respond: status must be from 200 to 599, got ${n}` };
+  return { ok: true, value: n };
+}
+
+/**
+ * Response headers: names are RFC 7230 tokens (lower-cased here), values strings, finite numbers
+ * or booleans (as strings) or arrays of those, without CR, LF or NUL; null/undefined skip the header.
+ */
+export function checkHeaders(headers: unknown): Rule<Record<string, string | string[]>> {
+  const out: Record<string, string | string[]> = create(null);
+  if (headers === undefined || headers === null) return { ok: true, value: out };
+  if (typeof headers !== "object" || isArray(headers)) return { ok: false, message: "http.respond: headers must be an object of header names to values" };
+  let lines = 0;
+  const names = keys(headers);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!;
+    const raw = (headers as Record<string, unknown>)[name];
+    if (raw === undefined || raw === null) continue;
+    if (!isToken(name)) return { ok: false, message: `http.respond: ${describe(name)} is not a valid header name` };
+    const list = isArray(raw);
+    const count = list ? (raw as unknown[]).length : 1;
+    const texts: string[] = [];
+    for (let j = 0; j < count; j++) {
+      const v = list ? (raw as unknown[])[j] : raw;
+      let text: string;
+      if (typeof v === "string") text = v;
+      else if ((typeof v === "number" && isFinite(v)) || typeof v === "boolean") text = StringCtor(v);
+      else return { ok: false, message: `http.respond: the value of header "${name}" must be a string, number or boolean (or an array of them), got ${describe(v)}` };
+      if (hasLineBreakOrNul(text)) return { ok: false, message: `http.respond: the value of header "${name}" contains CR, LF or NUL` };
+      if (mayExceedBytes(text.length, MAX_HEADER_VALUE_BYTES) && utf8Bytes(text) > MAX_HEADER_VALUE_BYTES) {
+        return { ok: false, message: `http.respond: the value of header "${name}" is over ${MAX_HEADER_VALUE_BYTES} bytes` };
+      }
+      texts[j] = text;
+    }
+    lines += count;
+    if (lines > MAX_RESPONSE_HEADERS) return { ok: false, message: `http.respond: at most ${MAX_RESPONSE_HEADERS} headers may be set` };
+    out[toLowerCase(name)] = list ? texts : texts[0]!;
+  }
+  return { ok: true, value: out };
+}
+
+export interface MetaFields {
+  id?: string | number;
+  name?: string;
+  summary?: string;
+  ts?: number;
+}
+
+/** $emit meta fields (absent fields are undefined). The summary is cut, every other rule refuses. */
+export function checkMeta(id: unknown, name: unknown, summary: unknown, ts: unknown): Rule<MetaFields> {
+  const out: MetaFields = {};
+  if (id !== undefined) {
+    if (typeof id === "string") {
+      if (id.length > MAX_META_ID_CHARS) return { ok: false, message: `$emit: meta.id is ${id.length} characters, over the limit of ${MAX_META_ID_CHARS}` };
+    } else if (!(typeof id === "number" && isFinite(id))) {
+      return { ok: false, message: `$emit: meta.id must be a string or a number, got ${typeof id}` };
+    }
+    out.id = id;
+  }
+  if (name !== undefined) {
+    if (typeof name !== "string") return { ok: false, message: `$emit: meta.name must be a string, got ${typeof name}` };
+    if (name.length > MAX_META_NAME_CHARS) return { ok: false, message: `$emit: meta.name is ${name.length} characters, over the limit of ${MAX_META_NAME_CHARS}` };
+    out.name = name;
+  }
+  if (summary !== undefined) {
+    if (typeof summary !== "string") return { ok: false, message: `$emit: meta.summary must be a string, got ${typeof summary}` };
+    out.summary = summary.length > MAX_META_SUMMARY_CHARS ? sliceString(summary, 0, MAX_META_SUMMARY_CHARS) : summary;
+  }
+  if (ts !== undefined) {
+    if (!isSafeInteger(ts)) return { ok: false, message: `$emit: meta.ts must be an integer (epoch milliseconds), got ${describe(ts)}` };
+    out.ts = ts as number;
+  }
+  return { ok: true, value: out };
+}
+
+function describe(v: unknown): string {
+  if (typeof v === "string") return quote(v.length > 64 ? `${sliceString(v, 0, 64)}…` : v);
+  if (typeof v === "number" || typeof v === "boolean" || v === null || v === undefined) return StringCtor(v);
+  if (isArray(v)) return "an array";
+  return typeof v === "object" ? "an object" : `a ${typeof v}`;
+}

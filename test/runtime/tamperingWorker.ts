@@ -1,0 +1,58 @@
+// A runner child for tests: the real worker, whose result messages are rewritten for invocations
+// of sources named dc_tamper_<mode>_…, the way a buggy or compromised child might send them.
+// Everything else passes through untouched.
+// A static import: the real worker's message listener must exist before the first message.
+import "../../src/runtime/sandbox/worker.js";
+
+type Msg = Record<string, unknown>;
+
+const sources = new Map<unknown, string>();
+process.on("message", (m: Msg | null) => {
+  if (m && m["type"] === "invoke") sources.set(m["id"], String(m["sourceId"]));
+});
+
+const realSend = process.send!.bind(process) as (msg: unknown) => boolean;
+
+function rewrite(msg: Msg, mode: string): void {
+  const outcome = msg["outcome"] as Msg;
+  switch (mode) {
+    case "garbage":
+      realSend({ ...msg, outcome: { ...outcome, ok: "yes" } });
+      return;
+    case "deep": {
+      // As deep as JSON.stringify in this process can go: the host must shrug it off.
+      let deep: unknown = {};
+      for (let i = 0; i < 3000; i++) deep = { deep };
+      realSend({ type: "result", id: msg["id"], outcome: deep });
+      return;
+    }
+    case "bigemit":
+      realSend({ ...msg, outcome: { ...outcome, emits: [{ event: JSON.stringify({ ok: 1 }), meta: {} }, { event: JSON.stringify({ x: "x".repeat(600 * 1024) }), meta: {} }] } });
+      return;
+    case "deepemit":
+      realSend({ ...msg, outcome: { ...outcome, emits: [{ event: `${"[".repeat(100_000)}${"]".repeat(100_000)}`, meta: {} }] } });
+      return;
+    case "bigdb":
+      realSend({ ...msg, outcome: { ...outcome, dbChanged: true, db: JSON.stringify({ k: "x".repeat(70_000) }) } });
+      return;
+    case "badcode":
+      realSend({ ...msg, outcome: { ...outcome, ok: false, error: { name: "Error", message: "x", code: "ALL_GOOD" } } });
+      return;
+    case "nonsense":
+      // Three malformed messages in a row: the child is replaced.
+      realSend("nonsense");
+      realSend({ type: 42 });
+      realSend({ type: "result", id: msg["id"], outcome: null });
+      return;
+    default:
+      realSend(msg);
+  }
+}
+
+(process as unknown as { send: (msg: unknown) => boolean }).send = (msg: unknown) => {
+  const m = msg as Msg;
+  const mode = m && m["type"] === "result" ? /^dc_tamper_([a-z]+)_/.exec(sources.get(m["id"]) ?? "")?.[1] : undefined;
+  if (mode === undefined) return realSend(msg);
+  rewrite(m, mode);
+  return true;
+};

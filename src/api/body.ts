@@ -1,7 +1,7 @@
 import type { Context, Next } from "koa";
 import getRawBody from "raw-body";
 import { DomainError } from "../../commands/decider.js";
-import { JsonLimitError, parseJson } from "../json/bounded.js";
+import { JsonLimitError, MAX_INPUT_DEPTH, parseJson } from "../json/bounded.js";
 
 /**
  * Reads JSON request bodies for the API: wrong content type 415, over the limit 413, unparsable
@@ -38,7 +38,7 @@ export function jsonBody(limitBytes: number) {
 /** A JSON request body: malformed or too deeply nested text is the client's error (400), never a 500. */
 export function parseBody(text: string): unknown {
   try {
-    return parseJson(text);
+    return parseJson(text, { maxDepth: MAX_INPUT_DEPTH });
   } catch (error) {
     if (error instanceof JsonLimitError && error.reason === "too_deep") {
       throw new DomainError("json_too_deep", `the request body is ${error.message}`);

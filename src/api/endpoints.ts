@@ -8,7 +8,7 @@ import { RateLimiter } from "./rateLimit.js";
 import type { ApiDeps } from "./deps.js";
 import type { HttpEvent, HttpResponse } from "../runtime/types.js";
 import { newId } from "../ids.js";
-import { JsonLimitError, parseJson } from "../json/bounded.js";
+import { JsonLimitError, MAX_INPUT_DEPTH, parseJson } from "../json/bounded.js";
 
 /** Source endpoints live at /e/<endpoint id>[/any/sub/path], outside the authenticated API. */
 export const ENDPOINT_PATH = /^\/e\/([0-9a-z]{24})(\/.*)?$/;
@@ -50,7 +50,7 @@ async function httpEvent(ctx: Context, raw: Buffer, subPath: string): Promise<Ht
   const type = ctx.get("content-type");
   try {
     if (raw.length === 0) body = undefined;
-    else if (ctx.is("application/json", "application/*+json")) body = parseJson(text);
+    else if (ctx.is("application/json", "application/*+json")) body = parseJson(text, { maxDepth: MAX_INPUT_DEPTH });
     else if (ctx.is("application/x-www-form-urlencoded")) body = { ...querystring.parse(text) };
     else if (ctx.is("multipart/form-data")) body = await readMultipart(raw, type);
   } catch (error) {

@@ -2,8 +2,16 @@
 // values) is read through here: its nesting and size are checked on the text, before anything
 // recursive (JSON.stringify, structured clone, validators, SQLite) can overflow the stack on it.
 
-/** Deepest nesting of objects and arrays accepted anywhere (documented in the README). */
+/** Deepest nesting of objects and arrays the platform stores, emits or returns (documented in the README). */
 export const MAX_JSON_DEPTH = 128;
+/**
+ * Deepest nesting accepted from clients (request bodies, configured props, manual run events):
+ * below MAX_JSON_DEPTH by what the platform wraps around them (the HTTP event, a $errors event's
+ * original_event), so anything accepted can still be emitted and stored.
+ */
+export const MAX_INPUT_DEPTH = MAX_JSON_DEPTH - 8;
+/** Envelopes the platform builds around user data (an invocation's payload) may go this deep. */
+export const MAX_ENVELOPE_DEPTH = MAX_JSON_DEPTH + 8;
 
 export type JsonLimit = "too_deep" | "too_large" | "malformed";
 

@@ -1,5 +1,5 @@
-// Runtime limits and their defaults. The library reads no environment variable except through
-// runtimeOptionsFromEnv, which the server calls once at start-up.
+// Runtime limits and their defaults. The library reads no environment variable: the node's config
+// (src/config.ts) builds its RuntimeOptions.
 import os from "node:os";
 
 export interface SandboxLimits {
@@ -81,32 +81,5 @@ export function resolveLimits(opts: Pick<RuntimeOptions, "timeoutMs" | "memoryMb
     ...opts.limits,
     ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
     ...(opts.memoryMb !== undefined ? { memoryMb: opts.memoryMb } : {}),
-  };
-}
-
-/**
- * The one place that maps environment variables onto runtime options:
- * HEADWATER_RUNNER_WORKERS, HEADWATER_RUN_TIMEOUT_MS, HEADWATER_RUN_MEMORY_MB,
- * HEADWATER_ALLOW_PRIVATE_NETWORKS (=1 or true), HEADWATER_NPM_REGISTRY.
- */
-export function runtimeOptionsFromEnv(
-  env: NodeJS.ProcessEnv,
-  cacheDir: string,
-): RuntimeOptions & { npmRegistry?: string } {
-  const int = (name: string): number | undefined => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return undefined;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-    return value;
-  };
-  const flag = (name: string) => env[name] === "1" || env[name]?.toLowerCase() === "true";
-  return {
-    cacheDir,
-    ...(int("HEADWATER_RUNNER_WORKERS") !== undefined ? { workers: int("HEADWATER_RUNNER_WORKERS") } : {}),
-    ...(int("HEADWATER_RUN_TIMEOUT_MS") !== undefined ? { timeoutMs: int("HEADWATER_RUN_TIMEOUT_MS") } : {}),
-    ...(int("HEADWATER_RUN_MEMORY_MB") !== undefined ? { memoryMb: int("HEADWATER_RUN_MEMORY_MB") } : {}),
-    allowPrivateNetworks: flag("HEADWATER_ALLOW_PRIVATE_NETWORKS"),
-    ...(env["HEADWATER_NPM_REGISTRY"] ? { npmRegistry: env["HEADWATER_NPM_REGISTRY"] } : {}),
   };
 }

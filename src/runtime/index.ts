@@ -7,5 +7,5 @@ export { httpModuleLoader, type ModuleLoader } from "./component/moduleSource.js
 export { parseNpmSpecifier } from "./component/specifier.js";
 export { Runtime, RuntimeClosedError, InvalidInvocationError } from "./sandbox/runtime.js";
 export { ComponentValidationError, type Problem } from "./errors.js";
-export { DEFAULT_LIMITS, runtimeOptionsFromEnv, defaultWorkerCount, type RuntimeOptions, type SandboxLimits } from "./config.js";
+export { DEFAULT_LIMITS, defaultWorkerCount, type RuntimeOptions, type SandboxLimits } from "./config.js";
 export type * from "./types.js";

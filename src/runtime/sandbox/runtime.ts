@@ -6,7 +6,7 @@
 // the bounded parser: a bug or a compromise in the child cannot make this process throw.
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { JsonLimitError, parseJson, stringifyJson } from "../../json/bounded.js";
+import { JsonLimitError, MAX_ENVELOPE_DEPTH, parseJson, stringifyJson } from "../../json/bounded.js";
 import { defaultWorkerCount, resolveLimits, type RuntimeOptions, type SandboxLimits } from "../config.js";
 import { checkHeaders, checkMeta, checkStatus, MAX_HEADER_VALUE_BYTES, MAX_RESPONSE_HEADERS } from "../rules.js";
 import type {
@@ -525,7 +525,7 @@ export class Runtime {
     let payload: string;
     let db: string;
     try {
-      // Bounded like everything else that crosses to the child (depth at most MAX_JSON_DEPTH).
+      // Bounded like everything else that crosses to the child; the envelope adds a few levels to the user's data.
       payload = stringifyJson({
         method: inv.method,
         props: inv.props ?? {},
@@ -533,8 +533,8 @@ export class Runtime {
         http: inv.http,
         steps: inv.steps,
         limits: { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes },
-      });
-      db = stringifyJson(inv.db ?? {});
+      }, { maxDepth: MAX_ENVELOPE_DEPTH });
+      db = stringifyJson(inv.db ?? {}, { maxDepth: MAX_ENVELOPE_DEPTH });
     } catch (err) {
       const why = err instanceof JsonLimitError && err.reason === "too_deep" ? err.message : `not JSON-serializable: ${(err as Error).message}`;
       throw new InvalidInvocationError(`invocation props, event or db are ${why}`);

@@ -36,7 +36,12 @@ export default {
 
 /** ~200 bytes of JSON, like a small webhook. */
 const body = (seq: number) =>
-  JSON.stringify({ seq, type: "order.created", order: { id: `ord_${seq}`, total: 4210, currency: "EUR", items: [{ sku: "A-1", qty: 2 }] }, note: "x".repeat(60) });
+  JSON.stringify({
+    seq,
+    type: "order.created",
+    order: { id: `ord_${seq}`, total: 4210, currency: "EUR", items: [{ sku: "A-1", qty: 2 }] },
+    note: "x".repeat(60),
+  });
 
 interface LoadResult {
   readonly rps: number;
@@ -51,20 +56,24 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 const median = (values: number[]) => {
   const sorted = values.slice().sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
 function post(agent: http.Agent, url: URL, payload: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const request = http.request(url, {
-      method: "POST",
-      agent,
-      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
-    }, (response) => {
-      response.resume();
-      response.on("end", () => resolve(response.statusCode ?? 0));
-      response.on("error", reject);
-    });
+    const request = http.request(
+      url,
+      {
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+      },
+      (response) => {
+        response.resume();
+        response.on("end", () => resolve(response.statusCode ?? 0));
+        response.on("error", reject);
+      },
+    );
     request.on("error", reject);
     request.end(payload);
   });
@@ -82,22 +91,24 @@ async function load(targets: readonly string[], seq: { next: number }): Promise<
   const latencies: number[] = [];
   let accepted = 0;
   let failed = 0;
-  await Promise.all(Array.from({ length: concurrency }, async (_, i) => {
-    const url = new URL(targets[i % targets.length]!);
-    while (performance.now() < end) {
-      const sent = performance.now();
-      let status = 0;
-      try {
-        status = await post(agent, url, body(seq.next++));
-      } catch {
-        status = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, i) => {
+      const url = new URL(targets[i % targets.length]);
+      while (performance.now() < end) {
+        const sent = performance.now();
+        let status: number;
+        try {
+          status = await post(agent, url, body(seq.next++));
+        } catch {
+          status = 0;
+        }
+        const answered = performance.now();
+        if (status === 200) accepted++;
+        else failed++;
+        if (sent >= measureFrom && answered <= end && status === 200) latencies.push(answered - sent);
       }
-      const answered = performance.now();
-      if (status === 200) accepted++;
-      else failed++;
-      if (sent >= measureFrom && answered <= end && status === 200) latencies.push(answered - sent);
-    }
-  }));
+    }),
+  );
   agent.destroy();
   latencies.sort((a, b) => a - b);
   return { rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), accepted, failed };
@@ -160,9 +171,9 @@ async function startPlainKoa(): Promise<{ url: string; child: ChildProcess }> {
   const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), "plainKoa.js");
   const child = spawn(process.execPath, [entry], { stdio: ["ignore", "pipe", "inherit"] });
   const port = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on("data", (chunk: Buffer) => {
+    child.stdout.on("data", (chunk: Buffer) => {
       const match = /listening (\d+)/.exec(chunk.toString());
-      if (match) resolve(match[1]!);
+      if (match) resolve(match[1]);
     });
     child.once("exit", (code) => reject(new Error(`plain Koa exited with ${code}`)));
   });
@@ -220,18 +231,28 @@ async function oneRun(): Promise<Sample> {
     // Answered once the invocation is durably queued; the runs drain afterwards.
     const drained = async (sources: Made[]): Promise<Drained> => {
       const loadStarted = performance.now();
-      const result = await load(sources.map((s) => s.endpoint), { next: 0 });
+      const result = await load(
+        sources.map((s) => s.endpoint),
+        { next: 0 },
+      );
       const loadEnded = performance.now();
       await until("the queued runs to drain", () => count(sources) >= result.accepted, 10 * 60_000);
       const last = lastArrival(sources);
-      return { ...result, drainSeconds: Math.max(0, last - loadEnded) / 1000, runsPerSecond: result.accepted / ((last - loadStarted) / 1000) };
+      return {
+        ...result,
+        drainSeconds: Math.max(0, last - loadEnded) / 1000,
+        runsPerSecond: result.accepted / ((last - loadStarted) / 1000),
+      };
     };
     const queuedResult = await drained([queued]);
     const queuedManyResult = await drained(queuedMany);
 
     // Answered after the run ended and its event was appended.
     const answered = async (sources: Made[]) => {
-      const result = await load(sources.map((s) => s.endpoint), { next: 1_000_000 });
+      const result = await load(
+        sources.map((s) => s.endpoint),
+        { next: 1_000_000 },
+      );
       await until("the custom runs' events", () => count(sources) >= result.accepted, 60_000);
       return result;
     };
@@ -242,7 +263,13 @@ async function oneRun(): Promise<Sample> {
     const sseCustom = await emitToSse(custom.endpoint, custom.watcher, { next: 3_000_000 });
     for (const s of [queued, custom, ...queuedMany, ...customMany]) s.watcher.es.close();
     return {
-      koa: koaResult, queued: queuedResult, queuedMany: queuedManyResult, custom: customResult, customMany: customManyResult, sseQueued, sseCustom,
+      koa: koaResult,
+      queued: queuedResult,
+      queuedMany: queuedManyResult,
+      custom: customResult,
+      customMany: customManyResult,
+      sseQueued,
+      sseCustom,
     };
   } finally {
     await server.stop();
@@ -252,12 +279,19 @@ async function oneRun(): Promise<Sample> {
 }
 
 const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown";
-console.log(`machine: ${cpus().length} cpus (${cpuModel}), node ${process.version}, ${new Date().toISOString()}, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+console.log(
+  `machine: ${cpus().length} cpus (${cpuModel}), node ${process.version}, ${new Date().toISOString()}, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
 console.log(`mode: ${mode === "scaled" ? "scaled (PostgreSQL log, Kafka bus)" : "embedded (SQLite log, embedded bus)"}`);
-console.log(`runs: ${runs} (medians); ${concurrency} connections, ${warmupSeconds} s warm-up + ${seconds} s measured per load; ${latencyEvents} sequential events for emit-to-SSE`);
+console.log(
+  `runs: ${runs} (medians); ${concurrency} connections, ${warmupSeconds} s warm-up + ${seconds} s measured per load; ${latencyEvents} sequential events for emit-to-SSE`,
+);
 
 const samples: Sample[] = [];
-const f = (r: LoadResult) => `${Math.round(r.rps)} req/s p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms${r.failed ? ` (${r.failed} failed)` : ""}`;
+const f = (r: LoadResult) =>
+  `${Math.round(r.rps)} req/s p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms${r.failed ? ` (${r.failed} failed)` : ""}`;
 const d = (r: Drained) => `${f(r)}, runs ${Math.round(r.runsPerSecond)}/s, drained ${r.drainSeconds.toFixed(1)} s after`;
 for (let i = 0; i < runs; i++) {
   const s = await oneRun();
@@ -279,10 +313,14 @@ console.log(row("1 source, answer when queued", (s) => s.queued));
 console.log(row(`${MANY} sources, answer when queued`, (s) => s.queuedMany));
 console.log(row("1 source, custom response (answer after append)", (s) => s.custom));
 console.log(row(`${MANY} sources, custom response (answer after append)`, (s) => s.customMany));
-console.log(`\nqueued, runs completed end to end: 1 source ${Math.round(m((s) => s.queued.runsPerSecond))}/s (backlog drained ${m((s) => s.queued.drainSeconds).toFixed(1)} s after the load); ` +
-  `${MANY} sources ${Math.round(m((s) => s.queuedMany.runsPerSecond))}/s (drained ${m((s) => s.queuedMany.drainSeconds).toFixed(1)} s after)`);
-console.log(`emit-to-SSE (POST sent -> event on EventSource, one at a time, 1 source): queued p50 ${m((s) => s.sseQueued.p50).toFixed(1)} ms p99 ${m((s) => s.sseQueued.p99).toFixed(1)} ms; ` +
-  `custom response p50 ${m((s) => s.sseCustom.p50).toFixed(1)} ms p99 ${m((s) => s.sseCustom.p99).toFixed(1)} ms`);
+console.log(
+  `\nqueued, runs completed end to end: 1 source ${Math.round(m((s) => s.queued.runsPerSecond))}/s (backlog drained ${m((s) => s.queued.drainSeconds).toFixed(1)} s after the load); ` +
+    `${MANY} sources ${Math.round(m((s) => s.queuedMany.runsPerSecond))}/s (drained ${m((s) => s.queuedMany.drainSeconds).toFixed(1)} s after)`,
+);
+console.log(
+  `emit-to-SSE (POST sent -> event on EventSource, one at a time, 1 source): queued p50 ${m((s) => s.sseQueued.p50).toFixed(1)} ms p99 ${m((s) => s.sseQueued.p99).toFixed(1)} ms; ` +
+    `custom response p50 ${m((s) => s.sseCustom.p50).toFixed(1)} ms p99 ${m((s) => s.sseCustom.p99).toFixed(1)} ms`,
+);
 
 if (mode === "scaled") {
   await stopSharedKafka();

@@ -10,6 +10,7 @@ app.use(async (ctx) => {
   await getRawBody(ctx.req, { limit: 512 * 1024, length: ctx.request.length });
   ctx.body = { success: true, invocation_id: "inv_plainkoa0000000" };
 });
-const server = http.createServer(app.callback());
+const handle = app.callback();
+const server = http.createServer((req, res) => void handle(req, res));
 server.listen(0, "127.0.0.1", () => console.log(`listening ${(server.address() as AddressInfo).port}`));
 process.on("SIGTERM", () => server.close(() => process.exit(0)));

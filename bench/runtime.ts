@@ -12,12 +12,12 @@ const ROOT = path.resolve(here, "../..");
 
 function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
+  return s[Math.floor(s.length / 2)];
 }
 
 function p95(values: number[]): number {
   const s = [...values].sort((a, b) => a - b);
-  return s[Math.floor(s.length * 0.95)]!;
+  return s[Math.floor(s.length * 0.95)];
 }
 
 const us = (ns: bigint) => Number(ns) / 1000;
@@ -81,7 +81,13 @@ async function main(): Promise<void> {
     this.db.set("last", e.n); this.db.set("seen", (this.db.get("seen") ?? 0) + 1); this.db.set("state", { cursor: "c" + e.n, items: [1, 2, 3] });
   } };`;
   const busy = await prepareComponent({ code: busyCode }, { runtime });
-  const busyInv = (n: number): Invocation => ({ ...base("dc_busy"), codeHash: busy.codeHash, bundleHash: busy.bundleHash, bundle: busy.bundle, event: { n } });
+  const busyInv = (n: number): Invocation => ({
+    ...base("dc_busy"),
+    codeHash: busy.codeHash,
+    bundleHash: busy.bundleHash,
+    bundle: busy.bundle,
+    event: { n },
+  });
   for (let i = 0; i < 200; i++) await runtime.invoke(busyInv(i));
   const busyTimes: number[] = [];
   for (let i = 0; i < 1000; i++) {
@@ -124,7 +130,12 @@ async function main(): Promise<void> {
     const prepared = await prepareComponent({ code }, { runtime });
     prepareTimes.push(us(process.hrtime.bigint() - tp));
     const t = process.hrtime.bigint();
-    const o = await runtime.invoke({ ...base(`dc_version`), codeHash: prepared.codeHash, bundleHash: prepared.bundleHash, bundle: prepared.bundle });
+    const o = await runtime.invoke({
+      ...base(`dc_version`),
+      codeHash: prepared.codeHash,
+      bundleHash: prepared.bundleHash,
+      bundle: prepared.bundle,
+    });
     newVersion.push(us(process.hrtime.bigint() - t));
     if (!o.ok || o.warm) throw new Error("expected a cold new version");
   }

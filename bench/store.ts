@@ -94,7 +94,10 @@ async function prefill(store: EventStore): Promise<void> {
   await Promise.all(
     Array.from({ length: 20 }, async (_, task) => {
       for (let n = task; n < appends; n += 20) {
-        await store.append(`source-fill-${n % 200}`, Array.from({ length: perAppend }, (_, i) => payload(n * perAppend + i)));
+        await store.append(
+          `source-fill-${n % 200}`,
+          Array.from({ length: perAppend }, (_, i) => payload(n * perAppend + i)),
+        );
       }
     }),
   );
@@ -108,7 +111,7 @@ async function readAllRate(store: EventStore): Promise<number> {
       const page = await store.readAll({ fromPosition: from, maxCount: 1000 });
       if (page.length === 0) return count;
       count += page.length;
-      from = page[page.length - 1]!.position;
+      from = page[page.length - 1].position;
     }
   });
 }
@@ -124,13 +127,15 @@ async function rebuildRate(store: EventStore, readModelFile: string): Promise<nu
     CREATE TABLE checkpoint (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER);
   `);
   const insert = readModel.prepare("INSERT INTO emitted_events VALUES (?, ?, ?, ?, ?)");
-  const saveCheckpoint = readModel.prepare("INSERT INTO checkpoint VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET position = excluded.position");
+  const saveCheckpoint = readModel.prepare(
+    "INSERT INTO checkpoint VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET position = excluded.position",
+  );
   const applyBatch = readModel.transaction((events: readonly import("../src/store/eventStore.js").RecordedEvent[]) => {
     for (const event of events) {
       const data = event.data as { summary: string; body: unknown };
       insert.run(event.position, event.stream, data.summary, JSON.stringify(data.body), event.created);
     }
-    saveCheckpoint.run(events[events.length - 1]!.position);
+    saveCheckpoint.run(events[events.length - 1].position);
   });
   const head = await store.headPosition();
   const rate = await timed(
@@ -143,7 +148,7 @@ async function rebuildRate(store: EventStore, readModelFile: string): Promise<nu
           onEvents: (events) => {
             applyBatch(events);
             count += events.length;
-            if (events[events.length - 1]!.position >= head) void subscription.stop().then(() => resolve(count));
+            if (events[events.length - 1].position >= head) void subscription.stop().then(() => resolve(count));
           },
           onError: reject,
         });
@@ -156,20 +161,22 @@ async function rebuildRate(store: EventStore, readModelFile: string): Promise<nu
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 };
 
 async function benchTarget(target: BenchTarget): Promise<Record<string, number>> {
   const samples: Record<string, number[]> = { sequential: [], concurrent: [], readAll: [], rebuild: [] };
   for (let run = 0; run < runs; run++) {
-    const { store, dispose } = await target.open();
+    const opened = await target.open();
+    const { store } = opened;
+    const dispose = () => opened.dispose();
     const { dir, remove } = temporaryDirectory();
     try {
-      samples.sequential!.push(await sequentialAppendRate(store));
-      samples.concurrent!.push(await concurrentAppendRate(store));
+      samples.sequential.push(await sequentialAppendRate(store));
+      samples.concurrent.push(await concurrentAppendRate(store));
       await prefill(store);
-      samples.readAll!.push(await readAllRate(store));
-      samples.rebuild!.push(await rebuildRate(store, join(dir, "read-model.db")));
+      samples.readAll.push(await readAllRate(store));
+      samples.rebuild.push(await rebuildRate(store, join(dir, "read-model.db")));
     } finally {
       await dispose();
       remove();
@@ -183,13 +190,15 @@ const targets = [sqliteTarget, postgresTarget];
 const chosen = process.env.BENCH_STORE ?? "all";
 const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? cpus()[0]?.model;
 console.log(`machine: ${cpus().length} cpus (${cpuModel}), node ${process.version}, ${new Date().toISOString()}`);
-console.log(`runs: ${runs} (medians); sequential ${sequentialAppends} appends; concurrent ${concurrentTasks} tasks x ${appendsPerTask}; reads/rebuild over ${prefillEvents + sequentialAppends + concurrentTasks * appendsPerTask} events`);
+console.log(
+  `runs: ${runs} (medians); sequential ${sequentialAppends} appends; concurrent ${concurrentTasks} tasks x ${appendsPerTask}; reads/rebuild over ${prefillEvents + sequentialAppends + concurrentTasks * appendsPerTask} events`,
+);
 console.log("| store | sequential appends/s | concurrent appends/s | concurrent / sequential | $all read events/s | rebuild events/s |");
 console.log("|---|---|---|---|---|---|");
 for (const target of targets.filter((t) => chosen === "all" || chosen === t.name)) {
   const result = await benchTarget(target);
   const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
   console.log(
-    `| ${target.name} | ${fmt(result.sequential!)} | ${fmt(result.concurrent!)} | ${(result.concurrent! / result.sequential!).toFixed(1)}x | ${fmt(result.readAll!)} | ${fmt(result.rebuild!)} |`,
+    `| ${target.name} | ${fmt(result.sequential)} | ${fmt(result.concurrent)} | ${(result.concurrent / result.sequential).toFixed(1)}x | ${fmt(result.readAll)} | ${fmt(result.rebuild)} |`,
   );
 }

@@ -25,22 +25,35 @@ export const streams = {
 
 /** What a deleted source leaves behind besides its command stream (kept for audit): all truncated. */
 export const sourceDataStreams = (sourceId: string): string[] => [
-  streams.emitter(sourceId), streams.emitterDb(sourceId), streams.runLogs(sourceId), streams.timer(sourceId),
+  streams.emitter(sourceId),
+  streams.emitterDb(sourceId),
+  streams.runLogs(sourceId),
+  streams.timer(sourceId),
 ];
 
 /** The streams that tell a resource's history, by its id prefix (operator `audit`). */
 export function historyStreams(resourceId: string): string[] | undefined {
   const prefix = /^([a-z]+)_[0-9a-z]+$/.exec(resourceId)?.[1];
   switch (prefix) {
-    case "u": return [streams.user(resourceId)];
-    case "o": return [streams.org(resourceId)];
-    case "k": return [streams.apiKey(resourceId)];
-    case "sc": return [streams.component(resourceId)];
-    case "dc": return [streams.source(resourceId)];
-    case "wh": return [streams.webhook(resourceId)];
-    case "sub": return [streams.subscription(resourceId)];
-    case "p": return [streams.workflow(resourceId)];
-    case "apn": return [streams.account(resourceId)];
-    default: return undefined;
+    case "u":
+      return [streams.user(resourceId)];
+    case "o":
+      return [streams.org(resourceId)];
+    case "k":
+      return [streams.apiKey(resourceId)];
+    case "sc":
+      return [streams.component(resourceId)];
+    case "dc":
+      return [streams.source(resourceId)];
+    case "wh":
+      return [streams.webhook(resourceId)];
+    case "sub":
+      return [streams.subscription(resourceId)];
+    case "p":
+      return [streams.workflow(resourceId)];
+    case "apn":
+      return [streams.account(resourceId)];
+    default:
+      return undefined;
   }
 }

@@ -3,7 +3,10 @@ import { expect } from "chai";
 import { DomainError, fold, type Command, type Decider, type DomainEvent } from "./decider.js";
 import type { ErrorCode } from "./errors.js";
 
-export function given<C extends Command, State, Event extends DomainEvent>(decider: Decider<C, State, Event>, ...history: NoInfer<Event>[]) {
+export function given<C extends Command, State, Event extends DomainEvent>(
+  decider: Decider<C, State, Event>,
+  ...history: NoInfer<Event>[]
+) {
   return {
     when(command: NoInfer<C>) {
       const run = () => decider.decide(command, fold(decider, history));

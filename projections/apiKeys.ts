@@ -21,7 +21,12 @@ export const apiKeysProjection: Projection = {
       case "ApiKeyIssued": {
         const d = event.data;
         statement(db, "INSERT INTO api_keys (id, user_id, hash, name, created_at, seq) VALUES (?, ?, ?, ?, ?, ?)").run(
-          d.id, d.userId, d.hash, d.name, d.at, recorded.position,
+          d.id,
+          d.userId,
+          d.hash,
+          d.name,
+          d.at,
+          recorded.position,
         );
         bumpCount(db, "api_key_counts", d.userId, 1);
         break;

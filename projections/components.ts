@@ -40,20 +40,35 @@ export const componentsProjection: Projection = {
   apply(db, recorded) {
     const event = { type: recorded.type, data: recorded.data } as ComponentEvent;
     const d = event.data;
-    statement(db,
+    statement(
+      db,
       `INSERT INTO components (id, owner_id, key, name, version, type, description, code, code_hash, url,
         configurable_props, meta, created_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
-      d.id, d.ownerId, d.key, d.name, d.version, d.type, d.description, d.code, d.codeHash, d.url,
-      JSON.stringify(d.configurableProps), JSON.stringify(d.meta), d.at, recorded.position,
+      d.id,
+      d.ownerId,
+      d.key,
+      d.name,
+      d.version,
+      d.type,
+      d.description,
+      d.code,
+      d.codeHash,
+      d.url,
+      JSON.stringify(d.configurableProps),
+      JSON.stringify(d.meta),
+      d.at,
+      recorded.position,
     );
     if (!d.key) return;
-    const current = statement<[string, string], { version: string }>(db, "SELECT version FROM component_keys WHERE owner_id = ? AND key = ?")
-      .get(d.ownerId, d.key);
-    const replaces =
-      !current || d.ownerId !== REGISTRY_OWNER || !semver.valid(current.version) || semver.gte(d.version, current.version);
+    const current = statement<[string, string], { version: string }>(
+      db,
+      "SELECT version FROM component_keys WHERE owner_id = ? AND key = ?",
+    ).get(d.ownerId, d.key);
+    const replaces = !current || d.ownerId !== REGISTRY_OWNER || !semver.valid(current.version) || semver.gte(d.version, current.version);
     if (replaces) {
-      statement(db,
+      statement(
+        db,
         `INSERT INTO component_keys (owner_id, key, component_id, version) VALUES (?, ?, ?, ?)
          ON CONFLICT(owner_id, key) DO UPDATE SET component_id = excluded.component_id, version = excluded.version`,
       ).run(d.ownerId, d.key, d.id, d.version);

@@ -28,8 +28,16 @@ export const KEPT_EVENTS = 100;
 export function emittedEventRow(recorded: RecordedEvent): EmittedEventRow {
   const d = recorded.data as EventEmitted["data"];
   return {
-    emitter_id: d.emitterId, id: d.id, channel: d.channel, event: JSON.stringify(d.event), summary: d.summary, emit_id: d.emitId,
-    ts: d.ts, indexed_at_ms: d.indexedAtMs, invocation_id: d.invocationId, seq: recorded.position,
+    emitter_id: d.emitterId,
+    id: d.id,
+    channel: d.channel,
+    event: JSON.stringify(d.event),
+    summary: d.summary,
+    emit_id: d.emitId,
+    ts: d.ts,
+    indexed_at_ms: d.indexedAtMs,
+    invocation_id: d.invocationId,
+    seq: recorded.position,
   };
 }
 
@@ -58,12 +66,24 @@ export const emittedEventsProjection: Projection = {
       case "EventEmitted": {
         const row = emittedEventRow(recorded);
         const id = parseEventId(row.id)!;
-        statement(db,
+        statement(
+          db,
           `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts, indexed_at_ms,
             invocation_id, seq, stream_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
-          row.emitter_id, row.id, id.ms, id.seq, row.channel, row.event, row.summary, row.emit_id, row.ts, row.indexed_at_ms,
-          row.invocation_id, row.seq, recorded.revision,
+          row.emitter_id,
+          row.id,
+          id.ms,
+          id.seq,
+          row.channel,
+          row.event,
+          row.summary,
+          row.emit_id,
+          row.ts,
+          row.indexed_at_ms,
+          row.invocation_id,
+          row.seq,
+          recorded.revision,
         );
         trim(db, row.emitter_id);
         break;
@@ -78,7 +98,8 @@ export const emittedEventsProjection: Projection = {
 };
 
 function trim(db: Database, emitterId: string): void {
-  statement(db,
+  statement(
+    db,
     `DELETE FROM emitted_events WHERE emitter_id = ? AND seq < (
        SELECT seq FROM emitted_events WHERE emitter_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
   ).run(emitterId, emitterId, KEPT_EVENTS - 1);

@@ -10,6 +10,12 @@ import { runLogsProjection } from "./runLogs.js";
 
 /** Every read model a node keeps. */
 export const allProjections: readonly Projection[] = [
-  usersProjection, orgsProjection, apiKeysProjection, usageProjection,
-  componentsProjection, sourcesProjection, emittedEventsProjection, runLogsProjection,
+  usersProjection,
+  orgsProjection,
+  apiKeysProjection,
+  usageProjection,
+  componentsProjection,
+  sourcesProjection,
+  emittedEventsProjection,
+  runLogsProjection,
 ];

@@ -22,13 +22,21 @@ export const orgsProjection: Projection = {
       case "OrgCreated": {
         const d = event.data;
         statement(db, "INSERT INTO orgs (id, name, orgname, email, owner_id, created_at) VALUES (?, ?, ?, ?, ?, ?)").run(
-          d.id, d.name, d.orgname, d.email, d.ownerId, d.at,
+          d.id,
+          d.name,
+          d.orgname,
+          d.email,
+          d.ownerId,
+          d.at,
         );
         break;
       }
       case "OrgMemberAdded":
         statement(db, "INSERT OR IGNORE INTO org_members (org_id, user_id, role, seq) VALUES (?, ?, ?, ?)").run(
-          event.data.id, event.data.userId, event.data.role, recorded.position,
+          event.data.id,
+          event.data.userId,
+          event.data.role,
+          recorded.position,
         );
         break;
     }

@@ -24,9 +24,16 @@ export interface RunLogRow {
 export function runLogRow(recorded: RecordedEvent): RunLogRow {
   const d = recorded.data as RunLogged["data"];
   return {
-    source_id: d.sourceId, invocation_id: d.invocationId, trigger: d.trigger, started_ms: d.startedMs, ended_ms: d.endedMs,
-    compute_ms: Math.round(d.computeMs), ok: d.ok ? 1 : 0, error: d.error ? JSON.stringify(d.error) : null,
-    lines: JSON.stringify(d.lines), seq: recorded.position,
+    source_id: d.sourceId,
+    invocation_id: d.invocationId,
+    trigger: d.trigger,
+    started_ms: d.startedMs,
+    ended_ms: d.endedMs,
+    compute_ms: Math.round(d.computeMs),
+    ok: d.ok ? 1 : 0,
+    error: d.error ? JSON.stringify(d.error) : null,
+    lines: JSON.stringify(d.lines),
+    seq: recorded.position,
   };
 }
 
@@ -48,13 +55,25 @@ export const runLogsProjection: Projection = {
       return;
     }
     const row = runLogRow(recorded);
-    statement(db,
+    statement(
+      db,
       `INSERT OR IGNORE INTO source_logs (source_id, invocation_id, trigger, started_ms, ended_ms, compute_ms, ok, error, lines, seq, stream_revision)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
-      row.source_id, row.invocation_id, row.trigger, row.started_ms, row.ended_ms, row.compute_ms, row.ok, row.error, row.lines, row.seq, recorded.revision,
+      row.source_id,
+      row.invocation_id,
+      row.trigger,
+      row.started_ms,
+      row.ended_ms,
+      row.compute_ms,
+      row.ok,
+      row.error,
+      row.lines,
+      row.seq,
+      recorded.revision,
     );
-    statement(db,
+    statement(
+      db,
       `DELETE FROM source_logs WHERE source_id = ? AND seq < (
          SELECT seq FROM source_logs WHERE source_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
     ).run(row.source_id, row.source_id, KEPT_RUN_LOGS - 1);

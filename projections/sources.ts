@@ -37,19 +37,31 @@ export const sourcesProjection: Projection = {
     switch (event.type) {
       case "SourceDeployed": {
         const d = event.data;
-        statement(db,
+        statement(
+          db,
           `INSERT INTO sources (id, owner_id, creator_id, component_id, name, name_slug, endpoint_id, configured_props,
             active, created_at, updated_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
-          d.id, d.ownerId, d.creatorId, d.componentId, d.name, d.nameSlug, d.endpointId, JSON.stringify(d.configuredProps),
-          d.active ? 1 : 0, d.at, d.at, recorded.position,
+          d.id,
+          d.ownerId,
+          d.creatorId,
+          d.componentId,
+          d.name,
+          d.nameSlug,
+          d.endpointId,
+          JSON.stringify(d.configuredProps),
+          d.active ? 1 : 0,
+          d.at,
+          d.at,
+          recorded.position,
         );
         bumpCount(db, "source_counts", d.ownerId, 1);
         break;
       }
       case "SourceUpdated": {
         const d = event.data;
-        statement(db,
+        statement(
+          db,
           `UPDATE sources SET component_id = ?, name = ?, name_slug = ?, configured_props = ?, active = ?, updated_at = ?
            WHERE id = ?`,
         ).run(d.componentId, d.name, d.nameSlug, JSON.stringify(d.configuredProps), d.active ? 1 : 0, d.at, d.id);

@@ -18,7 +18,8 @@ export const usageProjection: Projection = {
     const d = recorded.data as RunLogged["data"];
     if (d.skipped) return;
     const day = Math.floor(d.startedMs / 86_400_000);
-    statement(db,
+    statement(
+      db,
       `INSERT INTO usage_daily (user_id, day, invocations, compute_ms) VALUES (?, ?, 1, ?)
        ON CONFLICT(user_id, day) DO UPDATE SET invocations = invocations + 1, compute_ms = compute_ms + excluded.compute_ms`,
     ).run(d.userId, day, Math.max(0, Math.round(d.computeMs)));

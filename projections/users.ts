@@ -17,14 +17,18 @@ export const usersProjection: Projection = {
     switch (event.type) {
       case "UserCreated": {
         const d = event.data;
-        statement(db,
+        statement(
+          db,
           "INSERT INTO users (id, username, email, plan, operator, plan_since, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         ).run(d.id, d.username, d.email, d.plan, d.operator ? 1 : 0, d.at, d.at, d.at);
         break;
       }
       case "UserPlanChanged":
         statement(db, "UPDATE users SET plan = ?, plan_since = ?, updated_at = ? WHERE id = ?").run(
-          event.data.plan, event.data.at, event.data.at, event.data.id,
+          event.data.plan,
+          event.data.at,
+          event.data.at,
+          event.data.id,
         );
         break;
     }

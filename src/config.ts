@@ -9,10 +9,16 @@ export const ROLES = ["api", "runner", "dispatcher", "scheduler", "projector"] a
 export type Role = (typeof ROLES)[number];
 
 export function parseRoles(text: string): Role[] {
-  const roles = text.split(",").map((r) => r.trim()).filter((r) => r !== "");
+  const roles = text
+    .split(",")
+    .map((r) => r.trim())
+    .filter((r) => r !== "");
   const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
   if (unknown.length > 0 || roles.length === 0) {
-    throw new DomainError("usage", `roles must be a comma-separated subset of ${ROLES.join(",")}${unknown.length ? `; unknown: ${unknown.join(", ")}` : ""}`);
+    throw new DomainError(
+      "usage",
+      `roles must be a comma-separated subset of ${ROLES.join(",")}${unknown.length ? `; unknown: ${unknown.join(", ")}` : ""}`,
+    );
   }
   return roles as Role[];
 }
@@ -39,7 +45,7 @@ const roles = makeValidator<Role[]>((raw) => {
   try {
     return parseRoles(raw);
   } catch (error) {
-    throw new Error((error as Error).message);
+    throw new Error((error as Error).message, { cause: error });
   }
 });
 const nodeId = makeValidator<string>((raw) => {
@@ -169,7 +175,12 @@ function clean(env: NodeJS.ProcessEnv, dataDirDefault: string) {
     // One error naming every bad variable, instead of envalid's print-and-exit.
     reporter: ({ errors }: ReporterOptions<ReturnType<typeof specs>>) => {
       const bad = Object.entries(errors).map(([name, error]) => `${name} ${(error as Error | undefined)?.message ?? "is invalid"}`);
-      if (bad.length > 0) throw new DomainError("invalid_config", `invalid configuration: ${bad.join("; ")}`, bad.map((message) => ({ path: message.split(" ")[0]!, message })));
+      if (bad.length > 0)
+        throw new DomainError(
+          "invalid_config",
+          `invalid configuration: ${bad.join("; ")}`,
+          bad.map((message) => ({ path: message.split(" ")[0], message })),
+        );
     },
   });
 }

@@ -10,10 +10,16 @@ export function toDomainError(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
   if (error instanceof ComponentValidationError) {
     const details = error.problems.map((p) => ({ path: `component.${p.path}`, message: p.message }));
-    return new DomainError("invalid_component", `the component has ${details.length} problem(s): ${details[0]?.path} ${details[0]?.message}`, details);
+    return new DomainError(
+      "invalid_component",
+      `the component has ${details.length} problem(s): ${details[0]?.path} ${details[0]?.message}`,
+      details,
+    );
   }
-  if (error instanceof OutboundError) return new DomainError("component_url_unreachable", `component_url could not be fetched: ${error.message}`);
-  if (error instanceof ReplyTimeoutError) return new DomainError("run_timeout", `the run did not answer within ${Math.round(error.timeoutMs / 1000)} s`);
+  if (error instanceof OutboundError)
+    return new DomainError("component_url_unreachable", `component_url could not be fetched: ${error.message}`);
+  if (error instanceof ReplyTimeoutError)
+    return new DomainError("run_timeout", `the run did not answer within ${Math.round(error.timeoutMs / 1000)} s`);
   if (error instanceof JsonLimitError) {
     return error.reason === "too_deep" ? new DomainError("json_too_deep", error.message) : new DomainError("malformed_json", error.message);
   }

@@ -64,7 +64,13 @@ async function bootstrap(accounts: Accounts, headPosition: number, config: Confi
   if (headPosition !== 0) return undefined;
   try {
     const created = await accounts.createUser(
-      { username: config.bootstrapUsername, email: config.bootstrapEmail, plan: "paid", operator: true, ...(config.bootstrapKey ? { apiKey: config.bootstrapKey } : {}) },
+      {
+        username: config.bootstrapUsername,
+        email: config.bootstrapEmail,
+        plan: "paid",
+        operator: true,
+        ...(config.bootstrapKey ? { apiKey: config.bootstrapKey } : {}),
+      },
       { metadata: { by: "bootstrap" } },
     );
     return created.apiKey;
@@ -96,7 +102,9 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const store = await openEventStore(config.eventStore);
   closers.push(() => store.close());
   const db = openReadModels(readModelsFile(config));
-  closers.push(() => { db.close(); });
+  closers.push(() => {
+    db.close();
+  });
   const projector = new Projector(store, db, allProjections);
   projector.start();
   closers.push(() => projector.stop());
@@ -126,9 +134,16 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const emitters = new EmitterStore(store);
   const runner = new SourceRunner(emitters, new RunLogStore(store), runtime, sealer, clock);
   const catalog = new ComponentCatalog({
-    store, runtime, components: componentsView, cache: components, clock,
+    store,
+    runtime,
+    components: componentsView,
+    cache: components,
+    clock,
     fetchCode: async (url) => {
-      const response = await outboundRequest({ url, timeoutMs: 10_000, maxResponseBytes: 1024 * 1024 }, { allowPrivateNetworks: config.runtime.allowPrivateNetworks });
+      const response = await outboundRequest(
+        { url, timeoutMs: 10_000, maxResponseBytes: 1024 * 1024 },
+        { allowPrivateNetworks: config.runtime.allowPrivateNetworks },
+      );
       if (response.status < 200 || response.status >= 300) {
         throw new DomainError("component_url_unreachable", `component_url answered HTTP ${response.status}`);
       }
@@ -138,17 +153,29 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const quota = new QuotaGuard(accountsView, usage, config, clock);
   const invocations = new InvocationQueue(bus, replies);
   const runTimeoutMs = config.runtime.timeoutMs ?? DEFAULT_LIMITS.timeoutMs;
-  const admission = new Admission({
-    sourceBacklog: config.sourceBacklog,
-    ownerBacklog: config.ownerBacklog,
-    ownerBacklogBytes: config.ownerBacklogBytes,
-    nodeBacklog: config.nodeBacklog,
-    nodeBacklogBytes: config.nodeBacklogBytes,
-    forgetAfterMs: Math.max(15 * 60_000, 2 * runTimeoutMs),
-  }, quota, projector, clock);
+  const admission = new Admission(
+    {
+      sourceBacklog: config.sourceBacklog,
+      ownerBacklog: config.ownerBacklog,
+      ownerBacklogBytes: config.ownerBacklogBytes,
+      nodeBacklog: config.nodeBacklog,
+      nodeBacklogBytes: config.nodeBacklogBytes,
+      forgetAfterMs: Math.max(15 * 60_000, 2 * runTimeoutMs),
+    },
+    quota,
+    projector,
+    clock,
+  );
   closers.push(() => admission.close());
   const lifecycle = new SourceLifecycle({
-    store, emitters, sources, runner, sealer, clock, rules: { minTimerSeconds: config.timerMinSeconds }, endpointUrl,
+    store,
+    emitters,
+    sources,
+    runner,
+    sealer,
+    clock,
+    rules: { minTimerSeconds: config.timerMinSeconds },
+    endpointUrl,
   });
   const deps: ApiDeps = {
     settings: {
@@ -166,8 +193,21 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       sseHeartbeatMs: config.sseHeartbeatMs,
       runWaitMs: config.responseTimeoutMs ?? runTimeoutMs + 15_000,
     },
-    clock, access: new Access(accountsView), accountsView, accounts, usage, sources, events, runLogs, components, catalog, lifecycle,
-    emitters, admission, invocations, projector,
+    clock,
+    access: new Access(accountsView),
+    accountsView,
+    accounts,
+    usage,
+    sources,
+    events,
+    runLogs,
+    components,
+    catalog,
+    lifecycle,
+    emitters,
+    admission,
+    invocations,
+    projector,
     publicUrl: () => publicUrl,
     endpointUrl,
   };
@@ -184,7 +224,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     hub = sse;
     closers.push(() => sse.close());
     const app = createApp(deps, sse, { version: VERSION });
-    const listening = http.createServer(app.callback());
+    const handle = app.callback();
+    const listening = http.createServer((req, res) => void handle(req, res));
     // Longer than the usual client and proxy idle timeouts, so a client never reuses a socket the server is closing.
     listening.keepAliveTimeout = 65_000;
     listening.headersTimeout = 66_000;
@@ -215,7 +256,14 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   let runnerConsumer: BusConsumer | undefined;
   if (roles.has("runner")) {
     runnerConsumer = await startRunner({
-      bus, replies, projector, sources, components, runner, endpointUrl, runsPerOwner: config.runsPerOwner,
+      bus,
+      replies,
+      projector,
+      sources,
+      components,
+      runner,
+      endpointUrl,
+      runsPerOwner: config.runsPerOwner,
     });
   }
   let scheduler: TimerScheduler | undefined;
@@ -230,7 +278,10 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   }
 
   const within = <T>(work: Promise<T>, deadline: number): Promise<T | undefined> =>
-    Promise.race([work, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now())).unref())]);
+    Promise.race([
+      work,
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now())).unref()),
+    ]);
 
   return {
     url: listeningUrl,
@@ -239,7 +290,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     async close(graceMs = 0) {
       const deadline = Date.now() + graceMs;
       // 1. Take nothing new: no connections, no timer ticks; live streams end so clients reconnect elsewhere.
-      const closed = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
+      const closed = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
       server?.closeIdleConnections();
       hub?.close();
       await scheduler?.stop();

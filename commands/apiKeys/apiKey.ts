@@ -5,9 +5,7 @@ export type ApiKeyIssued = DomainEvent<"ApiKeyIssued", { id: string; userId: str
 export type ApiKeyRevoked = DomainEvent<"ApiKeyRevoked", { id: string; userId: string; at: number }>;
 export type ApiKeyEvent = ApiKeyIssued | ApiKeyRevoked;
 
-export type ApiKeyState =
-  | { status: "none" }
-  | { status: "active" | "revoked"; id: string; userId: string; hash: string };
+export type ApiKeyState = { status: "none" } | { status: "active" | "revoked"; id: string; userId: string; hash: string };
 
 /** `userExists`: the application read the user's stream; a key for nobody is refused. */
 export type IssueApiKey = Command<"IssueApiKey", ApiKeyIssued["data"] & { userExists: boolean }>;

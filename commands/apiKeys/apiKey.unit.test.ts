@@ -10,23 +10,31 @@ describe("commands/apiKeys", () => {
     given(apiKey).when(issue()).then([issued]);
   });
   it("refuses a key for a user that does not exist", () => {
-    given(apiKey).when(issue(false)).thenRejected("not_found", /user u_1/);
+    given(apiKey)
+      .when(issue(false))
+      .thenRejected("not_found", /user u_1/);
   });
   it("refuses to issue the same key id twice", () => {
     given(apiKey, issued).when(issue()).thenRejected("already_exists");
   });
   it("revokes a key", () => {
-    given(apiKey, issued).when(revoke({ id: "k_1", at: 6 }))
+    given(apiKey, issued)
+      .when(revoke({ id: "k_1", at: 6 }))
       .then([{ type: "ApiKeyRevoked", data: { id: "k_1", userId: "u_1", at: 6 } }]);
   });
   it("revoking twice changes nothing", () => {
     given(apiKey, issued, { type: "ApiKeyRevoked", data: { id: "k_1", userId: "u_1", at: 6 } })
-      .when(revoke({ id: "k_1", at: 7 })).then([]);
+      .when(revoke({ id: "k_1", at: 7 }))
+      .then([]);
   });
   it("a user cannot revoke another user's key, nor learn that it exists", () => {
-    given(apiKey, issued).when(revoke({ id: "k_1", userId: "u_2", at: 6 })).thenRejected("not_found");
+    given(apiKey, issued)
+      .when(revoke({ id: "k_1", userId: "u_2", at: 6 }))
+      .thenRejected("not_found");
   });
   it("revoking an unknown key is not found", () => {
-    given(apiKey).when(revoke({ id: "k_9", at: 6 })).thenRejected("not_found");
+    given(apiKey)
+      .when(revoke({ id: "k_9", at: 6 }))
+      .thenRejected("not_found");
   });
 });

@@ -56,7 +56,8 @@ export const component: Decider<ComponentCommand, ComponentState, ComponentEvent
         if (!REGISTRY_KEY.test(data.key)) {
           throw new DomainError("invalid_component", `registry key "${data.key}" must look like app_slug-slugified-name`);
         }
-        if (!semver.valid(data.version)) throw new DomainError("invalid_component", `registry version "${data.version}" is not a semantic version`);
+        if (!semver.valid(data.version))
+          throw new DomainError("invalid_component", `registry version "${data.version}" is not a semantic version`);
         return [{ type: "ComponentSaved", data: { ...data } }];
     }
   },

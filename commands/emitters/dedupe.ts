@@ -54,9 +54,7 @@ export function applyDedupe(strategy: DedupeStrategy | undefined, state: DedupeS
   const warnings: string[] = [];
   const withoutId = ordered.filter((e) => e.meta.id === undefined || e.meta.id === null);
   if (withoutId.length > 0) {
-    warnings.push(
-      `${withoutId.length} event(s) emitted without an id under dedupe "${strategy}": they were emitted without deduplication`,
-    );
+    warnings.push(`${withoutId.length} event(s) emitted without an id under dedupe "${strategy}": they were emitted without deduplication`);
   }
   switch (strategy) {
     case "unique": {

@@ -2,7 +2,10 @@ import { expect } from "chai";
 import { applyDedupe, orderByTs, type Emit } from "./dedupe.js";
 import { compareEventIds, nextEventIds, parseEventId, formatEventId } from "./eventIds.js";
 
-const e = (id: string | number | undefined, ts?: number): Emit => ({ event: { id }, meta: { ...(id !== undefined ? { id } : {}), ...(ts !== undefined ? { ts } : {}) } });
+const e = (id: string | number | undefined, ts?: number): Emit => ({
+  event: { id },
+  meta: { ...(id !== undefined ? { id } : {}), ...(ts !== undefined ? { ts } : {}) },
+});
 const ids = (emits: Emit[]) => emits.map((x) => x.meta.id);
 
 describe("commands/emitters/dedupe", () => {
@@ -18,7 +21,11 @@ describe("commands/emitters/dedupe", () => {
       expect(ids(second.kept)).to.deep.equal(["c"]);
     });
     it("keeps the last 100 ids, oldest leave first", () => {
-      let state = applyDedupe("unique", {}, Array.from({ length: 101 }, (_, i) => e(`id${i}`))).state;
+      let state = applyDedupe(
+        "unique",
+        {},
+        Array.from({ length: 101 }, (_, i) => e(`id${i}`)),
+      ).state;
       expect(state.unique).to.have.length(100);
       expect(state.unique![0]).to.equal("id1");
       const again = applyDedupe("unique", state, [e("id0"), e("id1")]);
@@ -81,11 +88,11 @@ describe("commands/emitters/eventIds", () => {
     const a = nextEventIds(undefined, 1000, 3);
     expect(a.map(formatEventId)).to.deep.equal(["1000-0", "1000-1", "1000-2"]);
     const b = nextEventIds(a[2], 1000, 1);
-    expect(formatEventId(b[0]!)).to.equal("1000-3");
+    expect(formatEventId(b[0])).to.equal("1000-3");
     const c = nextEventIds(b[0], 900, 1);
-    expect(formatEventId(c[0]!)).to.equal("1000-4");
+    expect(formatEventId(c[0])).to.equal("1000-4");
     const d = nextEventIds(c[0], 1001, 1);
-    expect(formatEventId(d[0]!)).to.equal("1001-0");
+    expect(formatEventId(d[0])).to.equal("1001-0");
     expect(compareEventIds(parseEventId("1000-10")!, parseEventId("1000-9")!)).to.be.greaterThan(0);
     expect(parseEventId("nope")).to.equal(undefined);
   });

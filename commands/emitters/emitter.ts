@@ -66,7 +66,12 @@ export interface RecordRun {
 export type RunDecision =
   | { readonly kind: "duplicate" }
   | { readonly kind: "db"; readonly events: [RunRecorded]; readonly warnings: string[] }
-  | { readonly kind: "emits"; readonly events: [...EventEmitted[], RunRecorded]; readonly emitted: EventEmitted[]; readonly warnings: string[] };
+  | {
+      readonly kind: "emits";
+      readonly events: [...EventEmitted[], RunRecorded];
+      readonly emitted: EventEmitted[];
+      readonly warnings: string[];
+    };
 
 const channelOf = (name: unknown) => (typeof name === "string" ? name : "");
 
@@ -87,7 +92,7 @@ export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDe
     type: "EventEmitted",
     data: {
       emitterId: command.emitterId,
-      id: formatEventId(ids[i]!),
+      id: formatEventId(ids[i]),
       channel: channelOf(emit.meta.name),
       event: emit.event === undefined ? null : emit.event,
       summary: typeof emit.meta.summary === "string" ? emit.meta.summary : null,
@@ -105,7 +110,7 @@ export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDe
       at: command.nowMs,
       dedupe,
       db: command.db,
-      lastEventId: emitted.length > 0 ? emitted[emitted.length - 1]!.data.id : state.lastEventId,
+      lastEventId: emitted.length > 0 ? emitted[emitted.length - 1].data.id : state.lastEventId,
       recentInvocations: [...state.recentInvocations, command.invocationId].slice(-RECENT_INVOCATIONS),
     },
   };

@@ -3,22 +3,36 @@ import { deleteEvents, emptyRuntimeState, recordRun, type EventEmitted, type Rec
 import { DomainError } from "../decider.js";
 
 const run = (overrides: Partial<RecordRun>): RecordRun => ({
-  emitterId: "dc_1", invocationId: "inv_1", strategy: undefined, emits: [], db: {}, dbChanged: false,
-  startedMs: 1000, nowMs: 2000, ...overrides,
+  emitterId: "dc_1",
+  invocationId: "inv_1",
+  strategy: undefined,
+  emits: [],
+  db: {},
+  dbChanged: false,
+  startedMs: 1000,
+  nowMs: 2000,
+  ...overrides,
 });
 
 describe("commands/emitters", () => {
   it("records emits with fresh ids, channels and the state after them, in one append", () => {
-    const d = recordRun(run({
-      strategy: "unique",
-      emits: [{ event: { a: 1 }, meta: { id: "x", summary: "first" } }, { event: 2, meta: { id: "y", name: "alerts" } }],
-    }), emptyRuntimeState);
+    const d = recordRun(
+      run({
+        strategy: "unique",
+        emits: [
+          { event: { a: 1 }, meta: { id: "x", summary: "first" } },
+          { event: 2, meta: { id: "y", name: "alerts" } },
+        ],
+      }),
+      emptyRuntimeState,
+    );
     expect(d.kind).to.equal("emits");
     if (d.kind !== "emits") return;
     expect(d.emitted.map((e: EventEmitted) => [e.data.id, e.data.channel, e.data.summary])).to.deep.equal([
-      ["2000-0", "", "first"], ["2000-1", "alerts", null],
+      ["2000-0", "", "first"],
+      ["2000-1", "alerts", null],
     ]);
-    const recorded = d.events[d.events.length - 1]!;
+    const recorded = d.events[d.events.length - 1];
     expect(recorded.type).to.equal("RunRecorded");
     expect(recorded.data).to.deep.include({ lastEventId: "2000-1", recentInvocations: ["inv_1"], dedupe: { unique: ["x", "y"] } });
   });
@@ -45,20 +59,23 @@ describe("commands/emitters", () => {
 
   it("errors are appended after deduplicated emits and are never deduplicated", () => {
     const state = { ...emptyRuntimeState, dedupe: { unique: ["x"] } };
-    const d = recordRun(run({
-      strategy: "unique",
-      emits: [{ event: 1, meta: { id: "x" } }],
-      unconditional: [{ event: { error: "boom" }, meta: { name: "$errors" } }],
-    }), state);
+    const d = recordRun(
+      run({
+        strategy: "unique",
+        emits: [{ event: 1, meta: { id: "x" } }],
+        unconditional: [{ event: { error: "boom" }, meta: { name: "$errors" } }],
+      }),
+      state,
+    );
     if (d.kind !== "emits") throw new Error(d.kind);
     expect(d.emitted.map((e) => e.data.channel)).to.deep.equal(["$errors"]);
-    expect(d.events[d.events.length - 1]!.data).to.deep.include({ dedupe: { unique: ["x"] } });
+    expect(d.events[d.events.length - 1].data).to.deep.include({ dedupe: { unique: ["x"] } });
   });
 
   it("ids continue after the last one even when the clock is behind", () => {
     const d = recordRun(run({ emits: [{ event: 1, meta: {} }], nowMs: 5 }), { ...emptyRuntimeState, lastEventId: "100-7" });
     if (d.kind !== "emits") throw new Error(d.kind);
-    expect(d.emitted[0]!.data.id).to.equal("100-8");
+    expect(d.emitted[0].data.id).to.equal("100-8");
   });
 
   it("deletes events by the seed's rules: all, from start_id, up to end_id, an inclusive range; never a range that ends before it starts", () => {

@@ -52,9 +52,7 @@ export class EmitterStore {
       lastRunRecorded(this.store, streams.emitter(emitterId)),
       lastRunRecorded(this.store, streams.emitterDb(emitterId)),
     ]);
-    const newest = [emits.event, db.event]
-      .filter((e): e is RecordedEvent => e !== undefined)
-      .sort((a, b) => b.position - a.position)[0];
+    const newest = [emits.event, db.event].filter((e): e is RecordedEvent => e !== undefined).sort((a, b) => b.position - a.position)[0];
     const state = newest ? stateOf(newest.data as RunRecorded["data"]) : emptyRuntimeState;
     return { state, emitterRevision: emits.revision, dbRevision: db.revision };
   }
@@ -67,7 +65,10 @@ export class EmitterStore {
    */
   async record(
     command: RecordRun,
-    options: { loaded?: LoadedEmitter; alongside?: (decision: Exclude<RunDecision, { kind: "duplicate" }>) => Promise<number | undefined> } & HandleOptions = {},
+    options: {
+      loaded?: LoadedEmitter;
+      alongside?: (decision: Exclude<RunDecision, { kind: "duplicate" }>) => Promise<number | undefined>;
+    } & HandleOptions = {},
   ): Promise<RecordedRun> {
     let alongside: Promise<number | undefined> | undefined;
     let decision: RunDecision = { kind: "duplicate" };
@@ -95,7 +96,11 @@ export class EmitterStore {
       await this.store.truncateBefore(streams.emitterDb(command.emitterId), appended.revision);
     }
     const position = Math.max(appended.position ?? 0, (await alongside) ?? 0);
-    return { decision: final, position: final.kind === "duplicate" ? undefined : position, emitted: final.kind === "emits" ? final.emitted : [] };
+    return {
+      decision: final,
+      position: final.kind === "duplicate" ? undefined : position,
+      emitted: final.kind === "emits" ? final.emitted : [],
+    };
   }
 
   /** Appends a deletion (asynchronous for readers: listings drop the events once projected). */

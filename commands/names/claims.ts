@@ -29,7 +29,11 @@ export class Names {
     const stream = streams.name(claim.scope, claim.name);
     const { state } = await this.#names.load(stream);
     const holderExists = state.holder === undefined || state.holder === claim.holder ? undefined : await this.#exists(state.holder);
-    return this.#names.handle(stream, { type: "ClaimName", data: { ...claim, ...(holderExists === undefined ? {} : { holderExists }) } }, options);
+    return this.#names.handle(
+      stream,
+      { type: "ClaimName", data: { ...claim, ...(holderExists === undefined ? {} : { holderExists }) } },
+      options,
+    );
   }
 
   async release(claim: Claim, options: HandleOptions = {}): Promise<Appended<NameEvent>> {
@@ -37,7 +41,11 @@ export class Names {
   }
 
   /** Claims `base`, else `base-1`, `base-2`, … (name_slug); `taken` skips names known to be held. */
-  async claimFirstFree(claim: Omit<Claim, "name"> & { base: string }, taken: (name: string) => boolean, options: HandleOptions = {}): Promise<{ name: string; appended: Appended<NameEvent> }> {
+  async claimFirstFree(
+    claim: Omit<Claim, "name"> & { base: string },
+    taken: (name: string) => boolean,
+    options: HandleOptions = {},
+  ): Promise<{ name: string; appended: Appended<NameEvent> }> {
     for (let n = 0; n < 1000; n++) {
       const name = n === 0 ? claim.base : `${claim.base}-${n}`;
       if (taken(name)) continue;

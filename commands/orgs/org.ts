@@ -10,8 +10,7 @@ export type OrgMemberAdded = DomainEvent<"OrgMemberAdded", { id: string; userId:
 export type OrgEvent = OrgCreated | OrgMemberAdded;
 
 export type OrgState =
-  | { status: "none" }
-  | { status: "active"; id: string; name: string; orgname: string; members: Record<string, OrgRole> };
+  { status: "none" } | { status: "active"; id: string; name: string; orgname: string; members: Record<string, OrgRole> };
 
 /** The users named exist (the application read their streams). */
 export type CreateOrg = Command<"CreateOrg", OrgCreated["data"] & { ownerExists: boolean }>;

@@ -32,7 +32,6 @@ export type RunLogged = DomainEvent<
   }
 >;
 
-
 /** Console lines kept per run; the runtime already truncates floods and says so. */
 export const MAX_LOG_LINES = 500;
 
@@ -63,25 +62,49 @@ export function runLogged(run: RunToLog): RunLogged {
       : []),
     ...run.warnings.map((message) => ({ ts: endedMs, level: "warn", message })),
     ...(run.error ? [{ ts: endedMs, level: "error", message: `${run.error.name}: ${run.error.message}` }] : []),
-    { ts: endedMs, level: "system", message: `${trigger} run ${invocationId} ended ${run.ok ? "ok" : "with an error"} in ${Math.round(run.wallMs)} ms` },
+    {
+      ts: endedMs,
+      level: "system",
+      message: `${trigger} run ${invocationId} ended ${run.ok ? "ok" : "with an error"} in ${Math.round(run.wallMs)} ms`,
+    },
   ];
   return {
     type: "RunLogged",
     data: {
-      sourceId: run.sourceId, invocationId, trigger, userId: run.userId, startedMs, endedMs,
-      computeMs: Math.round(run.wallMs), ok: run.ok, error: run.error, lines,
+      sourceId: run.sourceId,
+      invocationId,
+      trigger,
+      userId: run.userId,
+      startedMs,
+      endedMs,
+      computeMs: Math.round(run.wallMs),
+      ok: run.ok,
+      error: run.error,
+      lines,
     },
   };
 }
 
 /** The log of an invocation dropped without running: the user sees why, and it is not billed. */
-export function skippedRunLogged(input: { sourceId: string; userId: string; invocationId: string; trigger: RunTrigger; nowMs: number }): RunLogged {
+export function skippedRunLogged(input: {
+  sourceId: string;
+  userId: string;
+  invocationId: string;
+  trigger: RunTrigger;
+  nowMs: number;
+}): RunLogged {
   const { nowMs } = input;
   return {
     type: "RunLogged",
     data: {
-      sourceId: input.sourceId, invocationId: input.invocationId, trigger: input.trigger, userId: input.userId,
-      startedMs: nowMs, endedMs: nowMs, computeMs: 0, ok: false,
+      sourceId: input.sourceId,
+      invocationId: input.invocationId,
+      trigger: input.trigger,
+      userId: input.userId,
+      startedMs: nowMs,
+      endedMs: nowMs,
+      computeMs: 0,
+      ok: false,
       error: { name: "SourcePaused", message: "the source was paused when this invocation's turn came; it was not run" },
       lines: [{ ts: nowMs, level: "system", message: `${input.trigger} invocation ${input.invocationId} skipped: the source is paused` }],
       skipped: "paused",

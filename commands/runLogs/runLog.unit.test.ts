@@ -1,7 +1,16 @@
 import { expect } from "chai";
 import { MAX_LOG_LINES, runLogged, skippedRunLogged } from "./runLog.js";
 
-const run = { sourceId: "dc_1", invocationId: "inv_1", trigger: "http" as const, userId: "u_1", startedMs: 1000, endedMs: 1250, wallMs: 250.4, warnings: [] };
+const run = {
+  sourceId: "dc_1",
+  invocationId: "inv_1",
+  trigger: "http" as const,
+  userId: "u_1",
+  startedMs: 1000,
+  endedMs: 1250,
+  wallMs: 250.4,
+  warnings: [],
+};
 
 describe("commands/runLogs", () => {
   it("logs a run between its start and end lines, billing its wall-clock time", () => {
@@ -14,7 +23,12 @@ describe("commands/runLogs", () => {
     const logged = runLogged({ ...run, ok: false, error: { name: "Error", message: "bad" }, lines, warnings: ["dedupe"] });
     const messages = logged.data.lines.map((l) => l.message);
     expect(messages).to.have.length(MAX_LOG_LINES + 5);
-    expect(messages.slice(-4)).to.deep.equal(["7 more log lines were dropped", "dedupe", "Error: bad", "http run inv_1 ended with an error in 250 ms"]);
+    expect(messages.slice(-4)).to.deep.equal([
+      "7 more log lines were dropped",
+      "dedupe",
+      "Error: bad",
+      "http run inv_1 ended with an error in 250 ms",
+    ]);
   });
   it("a skipped invocation is logged as not run and not billed", () => {
     const logged = skippedRunLogged({ sourceId: "dc_1", userId: "u_1", invocationId: "inv_2", trigger: "http", nowMs: 5 });

@@ -71,7 +71,10 @@ function checkHooks(hooks: HookResults): void {
 
 function checkDeployable(componentType: string): void {
   if (componentType !== "source") {
-    throw new DomainError("invalid_request", `only sources can be deployed; this component is an ${componentType} (actions run as workflow steps)`);
+    throw new DomainError(
+      "invalid_request",
+      `only sources can be deployed; this component is an ${componentType} (actions run as workflow steps)`,
+    );
   }
 }
 
@@ -116,7 +119,9 @@ export const source: Decider<SourceCommand, SourceState, SourceEvent> = {
       case "DeleteSource": {
         if (state.status !== "deployed") throw notFound(`source ${command.data.id}`);
         checkHooks(command.data.hooks);
-        return [{ type: "SourceDeleted", data: { id: command.data.id, ownerId: state.ownerId, nameSlug: state.nameSlug, at: command.data.at } }];
+        return [
+          { type: "SourceDeleted", data: { id: command.data.id, ownerId: state.ownerId, nameSlug: state.nameSlug, at: command.data.at } },
+        ];
       }
     }
   },

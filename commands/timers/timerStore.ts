@@ -31,7 +31,8 @@ export class TimerStore {
       },
       options,
     );
-    if (appended.revision !== undefined && appended.revision > 0) await this.store.truncateBefore(streams.timer(command.sourceId), appended.revision);
+    if (appended.revision !== undefined && appended.revision > 0)
+      await this.store.truncateBefore(streams.timer(command.sourceId), appended.revision);
     return newest;
   }
 }

@@ -10,8 +10,7 @@ export type UserPlanChanged = DomainEvent<"UserPlanChanged", { id: string; plan:
 export type UserEvent = UserCreated | UserPlanChanged;
 
 export type UserState =
-  | { status: "none" }
-  | { status: "active"; id: string; username: string; email: string; plan: Plan; operator: boolean; planSince: number };
+  { status: "none" } | { status: "active"; id: string; username: string; email: string; plan: Plan; operator: boolean; planSince: number };
 
 export type CreateUser = Command<"CreateUser", UserCreated["data"]>;
 export type ChangePlan = Command<"ChangePlan", { id: string; plan: Plan; at: number }>;
@@ -24,10 +23,15 @@ export const EMAIL = /^[^\s@]{1,64}@(?:[^\s@.]+(?:\.[^\s@.]+)+|localhost)$/;
 
 function checkAccount(data: UserCreated["data"]): void {
   if (!USERNAME.test(data.username)) {
-    throw new DomainError("invalid_name", `username "${data.username.slice(0, 100)}" must be 1 to 64 lower-case letters, digits, ".", "_" or "-", starting and ending with a letter or digit`);
+    throw new DomainError(
+      "invalid_name",
+      `username "${data.username.slice(0, 100)}" must be 1 to 64 lower-case letters, digits, ".", "_" or "-", starting and ending with a letter or digit`,
+    );
   }
   if (data.email.length > 254 || !EMAIL.test(data.email)) {
-    throw new DomainError("invalid_request", `email "${data.email.slice(0, 100)}" is not an email address`, [{ path: "email", message: "is not an email address" }]);
+    throw new DomainError("invalid_request", `email "${data.email.slice(0, 100)}" is not an email address`, [
+      { path: "email", message: "is not an email address" },
+    ]);
   }
 }
 

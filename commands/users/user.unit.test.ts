@@ -16,9 +16,14 @@ describe("commands/users", () => {
   });
   it("refuses usernames that are not plain lower-case names", () => {
     for (const username of ["Bad Name!", "", "UPPER", "-dash", "trailing.", "a".repeat(65), "spa ce", "emoji🙂"]) {
-      given(user).when(create({ username })).thenRejected("invalid_name", /username/);
+      given(user)
+        .when(create({ username }))
+        .thenRejected("invalid_name", /username/);
     }
-    for (const username of ["a", "ada.lovelace", "ops_team-2", "x".repeat(64)]) given(user).when(create({ username })).then([{ ...created, data: { ...created.data, username } }]);
+    for (const username of ["a", "ada.lovelace", "ops_team-2", "x".repeat(64)])
+      given(user)
+        .when(create({ username }))
+        .then([{ ...created, data: { ...created.data, username } }]);
   });
   it("refuses emails that are not addresses", () => {
     for (const email of ["not-an-email", "a@b", "@example.com", "a b@example.com", "a@@example.com", `${"a".repeat(250)}@example.com`]) {
@@ -31,9 +36,13 @@ describe("commands/users", () => {
       .then([{ type: "UserPlanChanged", data: { id: "u_1", plan: "paid", at: 200 } }]);
   });
   it("changing to the current plan changes nothing", () => {
-    given(user, created).when({ type: "ChangePlan", data: { id: "u_1", plan: "free", at: 200 } }).then([]);
+    given(user, created)
+      .when({ type: "ChangePlan", data: { id: "u_1", plan: "free", at: 200 } })
+      .then([]);
   });
   it("cannot change the plan of an unknown user", () => {
-    given(user).when({ type: "ChangePlan", data: { id: "u_1", plan: "paid", at: 200 } }).thenRejected("not_found");
+    given(user)
+      .when({ type: "ChangePlan", data: { id: "u_1", plan: "paid", at: 200 } })
+      .thenRejected("not_found");
   });
 });

@@ -62,25 +62,37 @@ export class Accounts {
     return { position: changed.position };
   }
 
-  async issueKey(userId: string, input: { key?: string; name?: string | null } = {}, options: HandleOptions = {}): Promise<Written & { id: string; apiKey: string }> {
+  async issueKey(
+    userId: string,
+    input: { key?: string; name?: string | null } = {},
+    options: HandleOptions = {},
+  ): Promise<Written & { id: string; apiKey: string }> {
     const key = input.key ?? generateApiKey();
     checkKeyFormat(key);
     const hash = hashApiKey(key);
     const id = apiKeyId(hash);
-    const issued = await this.#keys.handle(id, {
-      type: "IssueApiKey",
-      data: { id, userId, hash, name: input.name ?? null, at: seconds(this.clock), userExists: await this.userExists(userId) },
-    }, options);
+    const issued = await this.#keys.handle(
+      id,
+      {
+        type: "IssueApiKey",
+        data: { id, userId, hash, name: input.name ?? null, at: seconds(this.clock), userExists: await this.userExists(userId) },
+      },
+      options,
+    );
     return { id, apiKey: key, position: issued.position };
   }
 
   /** Revokes by the key itself (operator) or by its id; `ownerId` restricts to the caller's keys. */
   async revokeKey(keyOrId: string, ownerId?: string, options: HandleOptions = {}): Promise<Written & { id: string }> {
     const id = looksLikeApiKey(keyOrId) ? apiKeyId(hashApiKey(keyOrId)) : keyOrId;
-    const revoked = await this.#keys.handle(id, {
-      type: "RevokeApiKey",
-      data: { id, ...(ownerId !== undefined ? { userId: ownerId } : {}), at: seconds(this.clock) },
-    }, options);
+    const revoked = await this.#keys.handle(
+      id,
+      {
+        type: "RevokeApiKey",
+        data: { id, ...(ownerId !== undefined ? { userId: ownerId } : {}), at: seconds(this.clock) },
+      },
+      options,
+    );
     return { id, position: revoked.position };
   }
 
@@ -90,18 +102,37 @@ export class Accounts {
   ): Promise<Written & { id: string; name: string; orgname: string; email: string; owner_id: string }> {
     const id = newId("o");
     const at = seconds(this.clock);
-    const data = { id, name: input.name, orgname: slugify(input.name), email: input.email ?? "", ownerId: input.ownerId, at, ownerExists: await this.userExists(input.ownerId) };
+    const data = {
+      id,
+      name: input.name,
+      orgname: slugify(input.name),
+      email: input.email ?? "",
+      ownerId: input.ownerId,
+      at,
+      ownerExists: await this.userExists(input.ownerId),
+    };
     orgDecider.decide({ type: "CreateOrg", data }, orgDecider.initialState());
     const claim = await this.#names.claim({ scope: "orgname", name: data.orgname, holder: id, at }, options);
     const created = await this.#orgs.handle(id, { type: "CreateOrg", data }, options);
-    return { id, name: data.name, orgname: data.orgname, email: data.email, owner_id: data.ownerId, position: latestPosition(claim.position, created.position) };
+    return {
+      id,
+      name: data.name,
+      orgname: data.orgname,
+      email: data.email,
+      owner_id: data.ownerId,
+      position: latestPosition(claim.position, created.position),
+    };
   }
 
   async addOrgMember(orgId: string, userId: string, options: HandleOptions = {}): Promise<Written> {
-    const added = await this.#orgs.handle(orgId, {
-      type: "AddMember",
-      data: { id: orgId, userId, role: "member", at: seconds(this.clock), userExists: await this.userExists(userId) },
-    }, options);
+    const added = await this.#orgs.handle(
+      orgId,
+      {
+        type: "AddMember",
+        data: { id: orgId, userId, role: "member", at: seconds(this.clock), userExists: await this.userExists(userId) },
+      },
+      options,
+    );
     return { position: added.position };
   }
 }

@@ -18,8 +18,13 @@ import { RateLimiter } from "./rateLimit.js";
 
 export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
   return [
-    ...userRoutes(deps), ...apiKeyRoutes(deps), ...orgRoutes(deps), ...componentRoutes(deps),
-    ...sourceRoutes(deps), ...eventRoutes(deps), ...sseRoutes(deps, hub),
+    ...userRoutes(deps),
+    ...apiKeyRoutes(deps),
+    ...orgRoutes(deps),
+    ...componentRoutes(deps),
+    ...sourceRoutes(deps),
+    ...eventRoutes(deps),
+    ...sseRoutes(deps, hub),
   ];
 }
 

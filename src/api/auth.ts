@@ -24,7 +24,8 @@ export function bearerAuth(options: AuthOptions) {
     const address = `ip:${ctx.ip}`;
     if (options.isPublic(ctx.method, ctx.path)) {
       options.perAddress.take(address, "from this address");
-      return next();
+      await next();
+      return;
     }
     // An address that keeps failing gets no more catch-ups of the read models (the expensive part):
     // an unknown key is then a 429, while a valid key from the same address still works.
@@ -37,7 +38,7 @@ export function bearerAuth(options: AuthOptions) {
       throw error;
     }
     options.perKey.take((ctx.state.caller as Caller).keyId, "with this API key");
-    return next();
+    await next();
   };
 
   async function identify(ctx: Context, mayCatchUp: boolean): Promise<Caller> {
@@ -45,7 +46,7 @@ export function bearerAuth(options: AuthOptions) {
     if (header === "") throw unauthorized("the Authorization header is missing: send Authorization: Bearer <API key>");
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw unauthorized("the Authorization header must be Bearer <API key>");
-    const hash = hashApiKey(match[1]!);
+    const hash = hashApiKey(match[1]);
     let found = options.accounts.userByKeyHash(hash);
     if (!found && mayCatchUp) {
       await options.catchUp().catch(() => undefined);

@@ -10,14 +10,18 @@ import { JsonLimitError, MAX_INPUT_DEPTH, parseJson } from "../json/bounded.js";
 export function jsonBody(limitBytes: number) {
   return async function parseJsonBody(ctx: Context, next: Next): Promise<void> {
     if (ctx.method === "GET" || ctx.method === "HEAD" || ctx.method === "DELETE" || ctx.method === "OPTIONS") {
-      return next();
+      await next();
+      return;
     }
     const length = ctx.request.length;
     if (length !== undefined && length > limitBytes) {
       throw new DomainError("payload_too_large", `request body is over ${limitBytes} bytes`);
     }
     const hasBody = (length ?? 0) > 0 || ctx.get("transfer-encoding") !== "";
-    if (!hasBody) return next();
+    if (!hasBody) {
+      await next();
+      return;
+    }
     if (!ctx.is("application/json")) {
       throw new DomainError("unsupported_media_type", "request bodies must be JSON with Content-Type: application/json");
     }
@@ -29,9 +33,8 @@ export function jsonBody(limitBytes: number) {
       if (status === 413) throw new DomainError("payload_too_large", `request body is over ${limitBytes} bytes`);
       throw new DomainError("malformed_body", "the request body could not be read");
     }
-    if (text.trim() === "") return next();
-    ctx.request.body = parseBody(text);
-    return next();
+    if (text.trim() !== "") ctx.request.body = parseBody(text);
+    await next();
   };
 }
 
@@ -43,7 +46,10 @@ export function parseBody(text: string): unknown {
     if (error instanceof JsonLimitError && error.reason === "too_deep") {
       throw new DomainError("json_too_deep", `the request body is ${error.message}`);
     }
-    throw new DomainError("malformed_json", `the request body is not valid JSON: ${(error as Error).message.replace(/^not valid JSON: /, "")}`);
+    throw new DomainError(
+      "malformed_json",
+      `the request body is not valid JSON: ${(error as Error).message.replace(/^not valid JSON: /, "")}`,
+    );
   }
 }
 

@@ -33,7 +33,12 @@ async function readMultipart(raw: Buffer, contentType: string): Promise<Record<s
       stream.on("error", reject);
       stream.on("end", () => {
         const content = Buffer.concat(chunks);
-        fields[name] = { filename: info.filename, mimeType: info.mimeType, size: content.length, content_base64: content.toString("base64") };
+        fields[name] = {
+          filename: info.filename,
+          mimeType: info.mimeType,
+          size: content.length,
+          content_base64: content.toString("base64"),
+        };
       });
     });
     parser.on("close", () => resolve());
@@ -74,7 +79,8 @@ async function httpEvent(ctx: Context, raw: Buffer, subPath: string): Promise<Ht
  * Headers a component may not set: framing and hop-by-hop ones (the node computes them), cookies
  * and origin-wide security policy (endpoints may share the API's origin), CORS (the node answers it).
  */
-const DROPPED_RESPONSE_HEADERS = /^(?:connection|keep-alive|transfer-encoding|upgrade|te|trailer|content-length|host|proxy-.*|set-cookie2?|strict-transport-security|clear-site-data|public-key-pins(?:-report-only)?|alt-svc|access-control-.*)$/;
+const DROPPED_RESPONSE_HEADERS =
+  /^(?:connection|keep-alive|transfer-encoding|upgrade|te|trailer|content-length|host|proxy-.*|set-cookie2?|strict-transport-security|clear-site-data|public-key-pins(?:-report-only)?|alt-svc|access-control-.*)$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[^\r\n\0]*$/;
 
@@ -107,16 +113,25 @@ function sendResponse(ctx: Context, response: HttpResponse): void {
  * answer comes once the invocation is durably queued; with it, once the run has ended and its
  * events are stored, carrying what the run passed to respond().
  */
-export function sourceEndpoints(deps: Pick<ApiDeps, "sources" | "components" | "admission" | "invocations" | "projector" | "clock" | "settings">) {
-  const options = { maxBodyBytes: deps.settings.endpointMaxBodyBytes, ratePerSecond: deps.settings.endpointRatePerSecond, burst: deps.settings.endpointBurst };
+export function sourceEndpoints(
+  deps: Pick<ApiDeps, "sources" | "components" | "admission" | "invocations" | "projector" | "clock" | "settings">,
+) {
+  const options = {
+    maxBodyBytes: deps.settings.endpointMaxBodyBytes,
+    ratePerSecond: deps.settings.endpointRatePerSecond,
+    burst: deps.settings.endpointBurst,
+  };
   const perSource = new RateLimiter({ ratePerSecond: options.ratePerSecond, burst: options.burst });
   const allowCors = cors({ origin: "*", allowMethods: "GET,HEAD,PUT,POST,DELETE,PATCH,OPTIONS", maxAge: 600 });
 
   return async function sourceEndpoint(ctx: Context, next: Next): Promise<void> {
     const match = ENDPOINT_PATH.exec(ctx.path);
-    if (!match) return next();
-    return allowCors(ctx, async () => {
-      const source = deps.sources.byEndpoint(match[1]!);
+    if (!match) {
+      await next();
+      return;
+    }
+    await allowCors(ctx, async () => {
+      const source = deps.sources.byEndpoint(match[1]);
       if (!source || !source.active) throw new DomainError("not_found", "no active source at this endpoint");
 
       perSource.take(source.id, "to this endpoint");
@@ -141,7 +156,10 @@ export function sourceEndpoints(deps: Pick<ApiDeps, "sources" | "components" | "
         enqueuedMs: deps.clock.now(),
       };
       deps.admission.admit({
-        invocationId: message.invocationId, sourceId: source.id, ownerId: source.creatorId, bytes: Buffer.byteLength(message.event.bodyRaw) + 1024,
+        invocationId: message.invocationId,
+        sourceId: source.id,
+        ownerId: source.creatorId,
+        bytes: Buffer.byteLength(message.event.bodyRaw) + 1024,
       });
       if (!customResponse) {
         await deps.admission.during(message.invocationId, deps.invocations.submit(message));

@@ -45,7 +45,12 @@ export function openApiDocument(routes: readonly Route[], info: { version: strin
     const params = route.params as TSchema & { properties: Record<string, TSchema> };
     const parameters = [
       ...Object.entries(params.properties).map(([name, schema]) => ({ name, in: "path", required: true, schema: hoist(schema, named) })),
-      ...Object.entries(query.properties).map(([name, schema]) => ({ name, in: "query", required: (query.required ?? []).includes(name), schema: hoist(schema, named) })),
+      ...Object.entries(query.properties).map(([name, schema]) => ({
+        name,
+        in: "query",
+        required: (query.required ?? []).includes(name),
+        schema: hoist(schema, named),
+      })),
     ];
     const status = String(route.response.status ?? 200);
     const errors = new Set<ErrorCode>([...(route.public ? [] : COMMON_ERRORS), ...route.errors]);
@@ -71,10 +76,15 @@ export function openApiDocument(routes: readonly Route[], info: { version: strin
           description: route.response.description,
           ...(route.response.schema
             ? { content: { [contentType]: { schema: hoist(route.response.schema, named) } } }
-            : contentType !== "application/json" ? { content: { [contentType]: { schema: { type: "string" } } } } : {}),
+            : contentType !== "application/json"
+              ? { content: { [contentType]: { schema: { type: "string" } } } }
+              : {}),
         },
         ...errorResponses,
-        default: { description: "an unexpected error", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
+        default: {
+          description: "an unexpected error",
+          content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+        },
       },
     };
     const path = fullPath(route);

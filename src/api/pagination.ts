@@ -55,12 +55,15 @@ export function pageBody<Row extends { seq: number }, Item>(page: Page<Row>, toI
   return { page_info, data: page.rows.map(toItem) };
 }
 
-export const PageInfo = Type.Object({
-  total_count: Type.Integer(),
-  count: Type.Integer(),
-  start_cursor: Type.Union([Type.String(), Type.Null()]),
-  end_cursor: Type.Union([Type.String(), Type.Null()]),
-}, { $id: "PageInfo" });
+export const PageInfo = Type.Object(
+  {
+    total_count: Type.Integer(),
+    count: Type.Integer(),
+    start_cursor: Type.Union([Type.String(), Type.Null()]),
+    end_cursor: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: "PageInfo" },
+);
 
 /** A paginated answer: page_info and a page of `item`. */
 export const Paged = <T extends TSchema>(item: T) => Type.Object({ page_info: PageInfo, data: Type.Array(item) });

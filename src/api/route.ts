@@ -61,7 +61,9 @@ export interface RouteSpec<P extends TProperties, Q extends TProperties, B exten
   readonly response: { readonly status?: number; readonly description: string; readonly schema?: TSchema; readonly contentType?: string };
   /** Error codes this endpoint answers besides the ones every endpoint may (unauthorized, rate_limited, invalid_request). */
   readonly errors?: readonly ErrorCode[];
-  handle(request: Request<Static<TObject<P>>, Static<TObject<Q>>, B extends TProperties ? Static<TObject<B>> : Record<never, never>>): Promise<Reply> | Reply;
+  handle(
+    request: Request<Static<TObject<P>>, Static<TObject<Q>>, B extends TProperties ? Static<TObject<B>> : Record<never, never>>,
+  ): Promise<Reply> | Reply;
 }
 
 /** A route with its schemas as validated and documented; the handler's types are erased here only. */
@@ -83,13 +85,21 @@ export interface Route {
   handle(request: Request<unknown, unknown, unknown>): Promise<Reply> | Reply;
 }
 
-export function route<P extends TProperties = {}, Q extends TProperties = {}, B extends TProperties | undefined = undefined>(
-  spec: RouteSpec<P, Q, B>,
-): Route {
+export function route<
+  P extends TProperties = Record<never, never>,
+  Q extends TProperties = Record<never, never>,
+  B extends TProperties | undefined = undefined,
+>(spec: RouteSpec<P, Q, B>): Route {
   // Erased to plain object schemas: the handler's types were fixed by the spec above.
   const params: TObject = Type.Object(spec.params ?? {});
-  const query: TObject = Type.Object({ ...commonQuery, ...(spec.paginated ? pageQuery : {}), ...(spec.query ?? {}) }, { additionalProperties: false });
-  const body: TObject | undefined = spec.body ? (Type.Object({ ...commonQuery, ...(spec.body as TProperties) }, { additionalProperties: false }) as TObject) : undefined;
+  const query: TObject = Type.Object(
+    { ...commonQuery, ...(spec.paginated ? pageQuery : {}), ...(spec.query ?? {}) },
+    { additionalProperties: false },
+  );
+  const bodyProperties: TProperties | undefined = spec.body;
+  const body: TObject | undefined = bodyProperties
+    ? Type.Object({ ...commonQuery, ...bodyProperties }, { additionalProperties: false })
+    : undefined;
   return {
     method: spec.method,
     path: spec.path,
@@ -115,10 +125,16 @@ const koaPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
 
 function splitFields(value: unknown, name: "include" | "exclude", allowed: readonly string[] | undefined): string[] | undefined {
   if (typeof value !== "string" || value === "") return undefined;
-  const fields = value.split(",").map((f) => f.trim()).filter((f) => f !== "");
+  const fields = value
+    .split(",")
+    .map((f) => f.trim())
+    .filter((f) => f !== "");
   const unknown = allowed ? fields.filter((f) => !allowed.includes(f)) : [];
   if (unknown.length > 0) {
-    throw invalid(`${name} names unknown fields: ${unknown.join(", ")}`, unknown.map((f) => ({ path: name, message: `${f} is not a field of this response` })));
+    throw invalid(
+      `${name} names unknown fields: ${unknown.join(", ")}`,
+      unknown.map((f) => ({ path: name, message: `${f} is not a field of this response` })),
+    );
   }
   return fields;
 }
@@ -132,7 +148,7 @@ function project(item: unknown, include: string[] | undefined, exclude: string[]
 function applyFields(body: unknown, include?: string[], exclude?: string[]): unknown {
   if (!include && !exclude) return body;
   if (body === null || typeof body !== "object" || !("data" in body)) return body;
-  const data = (body as { data: unknown }).data;
+  const data = body.data;
   const projected = Array.isArray(data) ? data.map((d) => project(d, include, exclude)) : project(data, include, exclude);
   return { ...body, data: projected };
 }
@@ -158,8 +174,12 @@ export function mountRoutes(router: Router, routes: readonly Route[]): void {
       const exclude = splitFields(b.exclude ?? q.exclude, "exclude", r.fields);
       const caller = ctx.state.caller as Caller;
       const reply = await r.handle({
-        query: q, body: b, params: p, caller, ctx,
-        page: r.paginated ? pageRequest(q as { limit?: number; after?: string; before?: string }) : { limit: 10 },
+        query: q,
+        body: b,
+        params: p,
+        caller,
+        ctx,
+        page: r.paginated ? pageRequest(q) : { limit: 10 },
       });
       if (ctx.respond === false) return; // streaming handlers (SSE) answer on their own
       ctx.status = reply.status ?? r.response.status ?? 200;

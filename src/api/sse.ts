@@ -211,7 +211,10 @@ export class SseHub {
   }
 }
 
-export function sseRoutes(deps: Pick<ApiDeps, "access" | "sources" | "events" | "runLogs" | "accountsView" | "projector">, hub: SseHub): Route[] {
+export function sseRoutes(
+  deps: Pick<ApiDeps, "access" | "sources" | "events" | "runLogs" | "accountsView" | "projector">,
+  hub: SseHub,
+): Route[] {
   return [
     route({
       method: "GET",
@@ -224,7 +227,12 @@ export function sseRoutes(deps: Pick<ApiDeps, "access" | "sources" | "events" | 
       tag: "events",
       params: { id: Type.String({ maxLength: 100 }) },
       query: {
-        event_name: Type.Optional(Type.String({ maxLength: 200, description: "one channel only: empty for the default channel, a name, $errors, or $logs (run logs)" })),
+        event_name: Type.Optional(
+          Type.String({
+            maxLength: 200,
+            description: "one channel only: empty for the default channel, a name, $errors, or $logs (run logs)",
+          }),
+        ),
       },
       errors: ["not_found"],
       response: { description: "a stream of server-sent events", contentType: "text/event-stream" },
@@ -235,10 +243,14 @@ export function sseRoutes(deps: Pick<ApiDeps, "access" | "sources" | "events" | 
         let catchUp: CatchUp;
         let cursor: number;
         if (channel === LOGS_CHANNEL) {
-          catchUp = (after, limit) => deps.runLogs.logsAfter(source.id, after, limit).map((l) => ({ seq: l.seq, frame: sseFrame(l.invocationId, logSummary(l)) }));
+          catchUp = (after, limit) =>
+            deps.runLogs.logsAfter(source.id, after, limit).map((l) => ({ seq: l.seq, frame: sseFrame(l.invocationId, logSummary(l)) }));
           cursor = lastEventId === "" ? deps.projector.position : deps.runLogs.cursorOf(source.id, lastEventId);
         } else {
-          catchUp = (after, limit) => deps.events.eventsAfter(source.id, after, channel, limit).map((e) => ({ seq: e.seq, frame: sseFrame(e.id, eventSummary(e, true)) }));
+          catchUp = (after, limit) =>
+            deps.events
+              .eventsAfter(source.id, after, channel, limit)
+              .map((e) => ({ seq: e.seq, frame: sseFrame(e.id, eventSummary(e, true)) }));
           cursor = lastEventId === "" ? deps.projector.position : deps.events.cursorOf(source.id, lastEventId);
         }
         const res = ctx.res;

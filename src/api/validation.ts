@@ -20,14 +20,18 @@ export interface Validator<T> {
 function describe(error: ErrorObject, where: string): ErrorDetail {
   const base = error.instancePath.replace(/^\//, "").replace(/\//g, ".");
   const name =
-    error.keyword === "required" ? (error.params as { missingProperty: string }).missingProperty
-    : error.keyword === "additionalProperties" ? (error.params as { additionalProperty: string }).additionalProperty
-    : undefined;
+    error.keyword === "required"
+      ? (error.params as { missingProperty: string }).missingProperty
+      : error.keyword === "additionalProperties"
+        ? (error.params as { additionalProperty: string }).additionalProperty
+        : undefined;
   const path = [where, base, name].filter((part) => part !== undefined && part !== "").join(".");
   const message =
-    error.keyword === "additionalProperties" ? "is not a known parameter"
-    : error.keyword === "required" ? "is required"
-    : error.message ?? "is invalid";
+    error.keyword === "additionalProperties"
+      ? "is not a known parameter"
+      : error.keyword === "required"
+        ? "is required"
+        : (error.message ?? "is invalid");
   return { path, message };
 }
 
@@ -40,7 +44,8 @@ function integerTextProblems(schema: Schema, value: unknown, where: string): Err
   const problems: ErrorDetail[] = [];
   for (const [name, text] of Object.entries(value as Record<string, unknown>)) {
     if (properties[name]?.type !== "integer" || typeof text !== "string") continue;
-    if (!INTEGER_TEXT.test(text) || !Number.isSafeInteger(Number(text))) problems.push({ path: `${where}.${name}`, message: "must be an integer" });
+    if (!INTEGER_TEXT.test(text) || !Number.isSafeInteger(Number(text)))
+      problems.push({ path: `${where}.${name}`, message: "must be an integer" });
   }
   return problems;
 }

@@ -147,7 +147,9 @@ export type ResolvedKeyedOptions = Required<KeyedConsumeOptions>;
 /** Which mode a consume() call asks for; throws when it names neither or both, or a bound is not a positive integer. */
 export function consumeMode(
   options: ConsumeOptions,
-): { readonly handler: (record: BusRecord) => Promise<void>; readonly keyed?: undefined } | { readonly handler?: undefined; readonly keyed: ResolvedKeyedOptions } {
+):
+  | { readonly handler: (record: BusRecord) => Promise<void>; readonly keyed?: undefined }
+  | { readonly handler?: undefined; readonly keyed: ResolvedKeyedOptions } {
   const { handler, keyed } = options;
   if ((handler === undefined) === (keyed === undefined)) throw new TypeError("consume() takes exactly one of handler and keyed");
   if (handler !== undefined) return { handler };

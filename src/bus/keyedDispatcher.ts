@@ -103,7 +103,7 @@ export class KeyedDispatcher {
 
   /** The offset a commit now would store. */
   get committable(): bigint | undefined {
-    return this.head < this.entries.length ? this.entries[this.head]!.offset : this.nextOffset;
+    return this.head < this.entries.length ? this.entries[this.head].offset : this.nextOffset;
   }
 
   /**
@@ -189,11 +189,16 @@ export class KeyedDispatcher {
   private fits(bytes: number): boolean {
     // One record always fits into an empty dispatcher, or a record larger than the byte bound would stall the partition.
     if (this.pending === 0) return true;
-    return this.pending < this.options.keyed.maxPendingPerPartition && this.pendingBytesCount + bytes <= this.options.keyed.maxPendingBytesPerPartition;
+    return (
+      this.pending < this.options.keyed.maxPendingPerPartition &&
+      this.pendingBytesCount + bytes <= this.options.keyed.maxPendingBytesPerPartition
+    );
   }
 
   private hasRoom(): boolean {
-    return this.pending < this.options.keyed.maxPendingPerPartition && this.pendingBytesCount < this.options.keyed.maxPendingBytesPerPartition;
+    return (
+      this.pending < this.options.keyed.maxPendingPerPartition && this.pendingBytesCount < this.options.keyed.maxPendingBytesPerPartition
+    );
   }
 
   /** Starts the next batch of `key` if it has waiting records and nothing of it runs. */
@@ -237,7 +242,7 @@ export class KeyedDispatcher {
         failure = error;
       }
       if (this.abandoned.fired) return;
-      const first = batch[0]!.offset.toString();
+      const first = batch[0].offset.toString();
       this.options.log({
         level: "error",
         message: `keyed handler of group ${groupId} failed on ${topic}[${partition}]@${first} (${batch.length} records of one key), attempt ${attempt}; retrying`,
@@ -254,8 +259,8 @@ export class KeyedDispatcher {
       entry.record = undefined;
     }
     const before = this.head;
-    while (this.head < this.entries.length && this.entries[this.head]!.done) {
-      this.pendingBytesCount -= this.entries[this.head]!.bytes;
+    while (this.head < this.entries.length && this.entries[this.head].done) {
+      this.pendingBytesCount -= this.entries[this.head].bytes;
       this.head++;
     }
     if (this.head === before) return;
@@ -283,7 +288,8 @@ export class KeyedDispatcher {
   private flush(): Promise<void> {
     if (this.committing) return this.committing;
     const target = this.committable;
-    if (this.abandoned.fired || target === undefined || (this.committed !== undefined && target <= this.committed)) return Promise.resolve();
+    if (this.abandoned.fired || target === undefined || (this.committed !== undefined && target <= this.committed))
+      return Promise.resolve();
     const { groupId, topic, partition } = this.options;
     this.committing = (async () => {
       let failed = false;

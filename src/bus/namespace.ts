@@ -8,7 +8,8 @@ const namespacePattern = /^[A-Za-z0-9_-]{1,100}$/;
  * messages (the reply-to header) stay un-prefixed, since every reader goes through the same view.
  */
 export function checkNamespace(namespace: string): string {
-  if (!namespacePattern.test(namespace)) throw new RangeError(`bus namespace must match ${namespacePattern}, got ${JSON.stringify(namespace)}`);
+  if (!namespacePattern.test(namespace))
+    throw new RangeError(`bus namespace must match ${namespacePattern}, got ${JSON.stringify(namespace)}`);
   return namespace;
 }
 

@@ -15,7 +15,10 @@ export async function openBus(url: string, options: { file: string; clientId: st
     const params = new URLSearchParams(query);
     const unknown = [...params.keys()].filter((k) => k !== "namespace");
     if (unknown.length > 0) throw new Error(`HEADWATER_BUS "${url}": unknown parameter ${unknown.join(", ")} (only namespace)`);
-    const brokers = list.split(",").map((b) => b.trim().replace(/\/+$/, "")).filter((b) => b !== "");
+    const brokers = list
+      .split(",")
+      .map((b) => b.trim().replace(/\/+$/, ""))
+      .filter((b) => b !== "");
     if (brokers.length === 0) throw new Error(`HEADWATER_BUS "${url}" names no broker`);
     const namespace = params.has("namespace") ? checkNamespace(params.get("namespace")!) : undefined;
     const bus = await openKafkaBus({ brokers, clientId: options.clientId });

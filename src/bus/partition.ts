@@ -10,7 +10,7 @@ export function murmur2(data: Uint8Array): number {
   let h = (SEED ^ length) | 0;
   const whole = length & ~3;
   for (let i = 0; i < whole; i += 4) {
-    let k = data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16) | (data[i + 3]! << 24);
+    let k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24);
     k = Math.imul(k, M);
     k ^= k >>> 24;
     k = Math.imul(k, M);
@@ -18,10 +18,10 @@ export function murmur2(data: Uint8Array): number {
   }
   // The tail bytes (Java's switch with fall-through).
   const tail = length & 3;
-  if (tail === 3) h ^= data[whole + 2]! << 16;
-  if (tail >= 2) h ^= data[whole + 1]! << 8;
+  if (tail === 3) h ^= data[whole + 2] << 16;
+  if (tail >= 2) h ^= data[whole + 1] << 8;
   if (tail >= 1) {
-    h ^= data[whole]!;
+    h ^= data[whole];
     h = Math.imul(h, M);
   }
   h ^= h >>> 13;

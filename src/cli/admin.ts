@@ -78,7 +78,10 @@ export function adminCommands(program: Command): void {
     .description("create an organization owned by a user")
     .action((o: { name: string; owner: string; email?: string }) =>
       withStore(async (store) => {
-        const { position, ...created } = await accounts(store).createOrg({ name: o.name, ownerId: o.owner, ...(o.email !== undefined ? { email: o.email } : {}) }, options);
+        const { position, ...created } = await accounts(store).createOrg(
+          { name: o.name, ownerId: o.owner, ...(o.email !== undefined ? { email: o.email } : {}) },
+          options,
+        );
         return { output: created, position };
       }),
     );

@@ -21,8 +21,13 @@ export function auditCommand(program: Command): void {
           resource_id: resourceId,
           stream,
           events: events.map((e) => ({
-            revision: e.revision, position: e.position, id: e.id, type: e.type,
-            created: new Date(e.created).toISOString(), data: e.data, metadata: e.metadata,
+            revision: e.revision,
+            position: e.position,
+            id: e.id,
+            type: e.type,
+            created: new Date(e.created).toISOString(),
+            data: e.data,
+            metadata: e.metadata,
           })),
         });
       } finally {

@@ -32,7 +32,10 @@ program
     const shutdown = () => {
       if (closing) return;
       closing = true;
-      node.close(config.shutdownGraceMs).then(() => process.exit(0), () => process.exit(1));
+      node.close(config.shutdownGraceMs).then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
     };
     process.on("SIGINT", shutdown);
     process.on("SIGTERM", shutdown);

@@ -55,7 +55,11 @@ export class ComponentCatalog {
     const existing = this.deps.components.idByHash(ownerId, prepared.codeHash, url);
     if (existing) return { componentId: existing, position: undefined };
     const id = newId("sc");
-    const saved = await this.#components.handle(id, { type: "SaveComponent", data: savedData(id, ownerId, code, url, prepared, this.deps.clock) }, options);
+    const saved = await this.#components.handle(
+      id,
+      { type: "SaveComponent", data: savedData(id, ownerId, code, url, prepared, this.deps.clock) },
+      options,
+    );
     return { componentId: id, position: saved.position };
   }
 
@@ -87,7 +91,8 @@ export class ComponentCatalog {
       await this.#names.claim({ scope: "registry", name, holder: id, at: data.at }, options);
     } catch (error) {
       // Another node publishing the same file at the same moment won the claim.
-      const winner = error instanceof DomainError && error.code === "name_taken" ? await this.#publishedAs(name, prepared.codeHash) : undefined;
+      const winner =
+        error instanceof DomainError && error.code === "name_taken" ? await this.#publishedAs(name, prepared.codeHash) : undefined;
       if (winner) return { componentId: winner, position: undefined, published: false, key, version: data.version };
       throw error;
     }
@@ -99,7 +104,10 @@ export class ComponentCatalog {
   async publishRegistry(waitFor: (position: number) => Promise<void>, dir = registryDir): Promise<string[]> {
     if (!fs.existsSync(dir)) return [];
     const published: string[] = [];
-    for (const file of fs.readdirSync(dir).filter((f) => /\.(m?js|ts)$/.test(f)).sort()) {
+    for (const file of fs
+      .readdirSync(dir)
+      .filter((f) => /\.(m?js|ts)$/.test(f))
+      .sort()) {
       const code = fs.readFileSync(path.join(dir, file), "utf8");
       // Already published as is: skip bundling and loading it again at every start.
       if (this.deps.components.idByHash(REGISTRY_OWNER, codeHash(code), null)) continue;
@@ -132,7 +140,14 @@ export class ComponentCatalog {
   }
 }
 
-function savedData(id: string, ownerId: string, code: string, url: string | null, prepared: PreparedComponent, clock: Clock): ComponentSaved["data"] {
+function savedData(
+  id: string,
+  ownerId: string,
+  code: string,
+  url: string | null,
+  prepared: PreparedComponent,
+  clock: Clock,
+): ComponentSaved["data"] {
   return {
     id,
     ownerId,

@@ -15,9 +15,15 @@ describe("json/bounded", () => {
     expect(parseJson(nested(MAX_JSON_DEPTH))).to.be.an("array");
     const deep = () => parseJson(nested(MAX_JSON_DEPTH + 1));
     expect(deep).to.throw(JsonLimitError).with.property("reason", "too_deep");
-    expect(() => parseJson(nested(100_000))).to.throw(JsonLimitError).with.property("reason", "too_deep");
-    expect(() => checkJsonText('"abcdef"', { maxLength: 4 })).to.throw(JsonLimitError).with.property("reason", "too_large");
-    expect(() => parseJson("{nope")).to.throw(JsonLimitError).with.property("reason", "malformed");
+    expect(() => parseJson(nested(100_000)))
+      .to.throw(JsonLimitError)
+      .with.property("reason", "too_deep");
+    expect(() => checkJsonText('"abcdef"', { maxLength: 4 }))
+      .to.throw(JsonLimitError)
+      .with.property("reason", "too_large");
+    expect(() => parseJson("{nope"))
+      .to.throw(JsonLimitError)
+      .with.property("reason", "malformed");
   });
 
   it("stringifies user values, turning stack overflows and unserializable values into JsonLimitError", () => {
@@ -25,10 +31,16 @@ describe("json/bounded", () => {
     expect(stringifyJson(undefined)).to.equal("null");
     let deep: unknown = 1;
     for (let i = 0; i < 200_000; i++) deep = [deep];
-    expect(() => stringifyJson(deep)).to.throw(JsonLimitError).with.property("reason", "too_deep");
+    expect(() => stringifyJson(deep))
+      .to.throw(JsonLimitError)
+      .with.property("reason", "too_deep");
     let medium: unknown = 1;
     for (let i = 0; i < MAX_JSON_DEPTH + 5; i++) medium = [medium];
-    expect(() => stringifyJson(medium)).to.throw(JsonLimitError).with.property("reason", "too_deep");
-    expect(() => stringifyJson({ n: 1n })).to.throw(JsonLimitError).with.property("reason", "malformed");
+    expect(() => stringifyJson(medium))
+      .to.throw(JsonLimitError)
+      .with.property("reason", "too_deep");
+    expect(() => stringifyJson({ n: 1n }))
+      .to.throw(JsonLimitError)
+      .with.property("reason", "malformed");
   });
 });

@@ -10,13 +10,7 @@ import zlib from "node:zlib";
 import { classifyAddress, isIpLiteral, stripBrackets } from "./addressPolicy.js";
 
 export type OutboundErrorCode =
-  | "INVALID_URL"
-  | "BLOCKED_ADDRESS"
-  | "DNS_FAILED"
-  | "TIMEOUT"
-  | "RESPONSE_TOO_LARGE"
-  | "TOO_MANY_REDIRECTS"
-  | "NETWORK";
+  "INVALID_URL" | "BLOCKED_ADDRESS" | "DNS_FAILED" | "TIMEOUT" | "RESPONSE_TOO_LARGE" | "TOO_MANY_REDIRECTS" | "NETWORK";
 
 export class OutboundError extends Error {
   override readonly name = "OutboundError";
@@ -72,10 +66,7 @@ export const OUTBOUND_DEFAULTS = {
 const osResolve = async (hostname: string) => dns.promises.lookup(hostname, { all: true, verbatim: true });
 
 /** Picks an address for `hostname` that the policy allows, or throws BLOCKED_ADDRESS / DNS_FAILED. */
-export async function resolveAllowedAddress(
-  hostname: string,
-  policy: OutboundPolicy = {},
-): Promise<{ address: string; family: 4 | 6 }> {
+export async function resolveAllowedAddress(hostname: string, policy: OutboundPolicy = {}): Promise<{ address: string; family: 4 | 6 }> {
   const host = stripBrackets(hostname);
   let candidates: readonly { address: string; family: number }[];
   if (isIpLiteral(host)) {
@@ -89,7 +80,7 @@ export async function resolveAllowedAddress(
     if (candidates.length === 0) throw new OutboundError("DNS_FAILED", `cannot resolve ${host}: no addresses`);
   }
   if (policy.allowPrivateNetworks) {
-    const first = candidates[0]!;
+    const first = candidates[0];
     return { address: first.address, family: first.family === 6 ? 6 : 4 };
   }
   // Every answer must pass: a name that also points inward is refused as a whole.
@@ -105,7 +96,7 @@ export async function resolveAllowedAddress(
     }
   }
   // The pin is the normalised address that was checked, its family read off the address itself.
-  const checked = verdicts[0]!.address;
+  const checked = verdicts[0].address;
   return { address: checked, family: checked.includes(":") ? 6 : 4 };
 }
 
@@ -275,7 +266,9 @@ async function sendOnce(
         });
       },
     );
-    request.on("error", (err) => fail(err instanceof OutboundError ? err : new OutboundError("NETWORK", `request to ${url.host} failed: ${err.message}`)));
+    request.on("error", (err) =>
+      fail(err instanceof OutboundError ? err : new OutboundError("NETWORK", `request to ${url.host} failed: ${err.message}`)),
+    );
     if (req.signal) {
       if (req.signal.aborted) fail(new OutboundError("NETWORK", "request aborted"));
       req.signal.addEventListener("abort", () => fail(new OutboundError("NETWORK", "request aborted")), { once: true });

@@ -47,7 +47,7 @@ export class Projector {
 
   /** Resolves once the read models include everything up to `position`. */
   waitFor(position: number, timeoutMs = 30_000): Promise<void> {
-    if (this.#failure) return Promise.reject(this.#failure);
+    if (this.#failure) return Promise.reject(this.#failure instanceof Error ? this.#failure : new Error("the projector stopped"));
     if (position <= this.#position) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
@@ -99,7 +99,7 @@ export class Projector {
 
   #applyBatch(events: readonly RecordedEvent[]): void {
     if (events.length === 0) return;
-    const last = events[events.length - 1]!.position;
+    const last = events[events.length - 1].position;
     const save = this.db.prepare("UPDATE projection_checkpoints SET position = ? WHERE name = ?");
     this.db.transaction(() => {
       for (const projection of this.projections) {

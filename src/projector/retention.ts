@@ -26,7 +26,10 @@ export class Retention {
   constructor(
     private readonly store: EventStore,
     private readonly projector: Projector,
-    private readonly readModels: { events: Pick<EmittedEventsReadModel, "oldestKeptRevision">; runLogs: Pick<RunLogsReadModel, "oldestKeptRevision"> },
+    private readonly readModels: {
+      events: Pick<EmittedEventsReadModel, "oldestKeptRevision">;
+      runLogs: Pick<RunLogsReadModel, "oldestKeptRevision">;
+    },
     private readonly intervalMs = 1000,
   ) {}
 

@@ -31,15 +31,49 @@ export interface ApiKey {
   readonly seq: number;
 }
 
-interface UserRow { id: string; username: string; email: string; plan: Plan; operator: number; plan_since: number; created_at: number }
-interface OrgRow { id: string; name: string; orgname: string; email: string; owner_id: string }
-interface ApiKeyRow { id: string; user_id: string; name: string | null; created_at: number; revoked_at: number | null; seq: number }
+interface UserRow {
+  id: string;
+  username: string;
+  email: string;
+  plan: Plan;
+  operator: number;
+  plan_since: number;
+  created_at: number;
+}
+interface OrgRow {
+  id: string;
+  name: string;
+  orgname: string;
+  email: string;
+  owner_id: string;
+}
+interface ApiKeyRow {
+  id: string;
+  user_id: string;
+  name: string | null;
+  created_at: number;
+  revoked_at: number | null;
+  seq: number;
+}
 
 const toUser = (r: UserRow): User => ({
-  id: r.id, username: r.username, email: r.email, plan: r.plan, operator: r.operator === 1, planSince: r.plan_since, createdAt: r.created_at,
+  id: r.id,
+  username: r.username,
+  email: r.email,
+  plan: r.plan,
+  operator: r.operator === 1,
+  planSince: r.plan_since,
+  createdAt: r.created_at,
 });
 const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, orgname: r.orgname, email: r.email, ownerId: r.owner_id });
-const toApiKey = (r: ApiKeyRow): ApiKey => ({ id: r.id, userId: r.user_id, name: r.name, createdAt: r.created_at, revokedAt: r.revoked_at, seq: r.seq });
+const toApiKey = (r: ApiKeyRow): ApiKey => ({
+  id: r.id,
+  userId: r.user_id,
+  name: r.name,
+  createdAt: r.created_at,
+  revokedAt: r.revoked_at,
+  seq: r.seq,
+});
 
 /** Queries over the accounts read models (users, orgs, api_keys projections). */
 export class AccountsReadModel {
@@ -47,11 +81,11 @@ export class AccountsReadModel {
 
   /** The holder of an unrevoked key, by the key's hash (every authenticated request: one indexed lookup). */
   userByKeyHash(hash: string): { userId: string; keyId: string; operator: boolean } | undefined {
-    const row = statement<[string], { user_id: string; id: string; operator: number }>(this.db,
-        `SELECT k.user_id, k.id, u.operator FROM api_keys k JOIN users u ON u.id = k.user_id
+    const row = statement<[string], { user_id: string; id: string; operator: number }>(
+      this.db,
+      `SELECT k.user_id, k.id, u.operator FROM api_keys k JOIN users u ON u.id = k.user_id
          WHERE k.hash = ? AND k.revoked_at IS NULL`,
-      )
-      .get(hash);
+    ).get(hash);
     return row && { userId: row.user_id, keyId: row.id, operator: row.operator === 1 };
   }
 
@@ -70,7 +104,10 @@ export class AccountsReadModel {
   }
 
   orgsOf(userId: string): Org[] {
-    return statement<[string], OrgRow>(this.db, "SELECT o.* FROM org_members m JOIN orgs o ON o.id = m.org_id WHERE m.user_id = ? ORDER BY m.seq")
+    return statement<[string], OrgRow>(
+      this.db,
+      "SELECT o.* FROM org_members m JOIN orgs o ON o.id = m.org_id WHERE m.user_id = ? ORDER BY m.seq",
+    )
       .all(userId)
       .map(toOrg);
   }
@@ -91,9 +128,17 @@ export class AccountsReadModel {
 
   /** A user's usable keys, oldest first. */
   apiKeysOf(userId: string, page: PageRequest): Page<ApiKey> {
-    const rows = keysetPage<ApiKeyRow>(this.db, {
-      from: "api_keys", where: "user_id = ? AND revoked_at IS NULL", params: [userId], order: "asc", total: countOf(this.db, "api_key_counts", userId),
-    }, page);
+    const rows = keysetPage<ApiKeyRow>(
+      this.db,
+      {
+        from: "api_keys",
+        where: "user_id = ? AND revoked_at IS NULL",
+        params: [userId],
+        order: "asc",
+        total: countOf(this.db, "api_key_counts", userId),
+      },
+      page,
+    );
     return mapPage(rows, toApiKey);
   }
 }

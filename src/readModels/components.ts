@@ -65,15 +65,17 @@ export class ComponentsReadModel {
 
   /** The id a key names in an owner's namespace: the latest save, or for the registry the highest version. */
   idByKey(ownerId: string, key: string): string | undefined {
-    return statement<[string, string], { component_id: string }>(this.db, "SELECT component_id FROM component_keys WHERE owner_id = ? AND key = ?")
-      .get(ownerId, key)?.component_id;
+    return statement<[string, string], { component_id: string }>(
+      this.db,
+      "SELECT component_id FROM component_keys WHERE owner_id = ? AND key = ?",
+    ).get(ownerId, key)?.component_id;
   }
 
   /** The newest component of an owner with this code (and URL): saving it again answers this one. */
   idByHash(ownerId: string, codeHash: string, url: string | null): string | undefined {
-    return statement<[string, string, string | null], { id: string }>(this.db,
-        "SELECT id FROM components WHERE owner_id = ? AND code_hash = ? AND url IS ? ORDER BY seq DESC LIMIT 1",
-      )
-      .get(ownerId, codeHash, url)?.id;
+    return statement<[string, string, string | null], { id: string }>(
+      this.db,
+      "SELECT id FROM components WHERE owner_id = ? AND code_hash = ? AND url IS ? ORDER BY seq DESC LIMIT 1",
+    ).get(ownerId, codeHash, url)?.id;
   }
 }

@@ -47,16 +47,20 @@ export class EmittedEventsReadModel {
     const params = channel === undefined ? [emitterId] : [emitterId, channel];
     // At most 100 rows per emitter are kept, so counting them stays cheap.
     const total = statement<unknown[], { n: number }>(this.db, `SELECT COUNT(*) AS n FROM emitted_events WHERE ${where}`).get(...params)!.n;
-    return mapPage(keysetPage<EmittedEventRow>(this.db, { from: "emitted_events", where, params, order: "desc", total }, page), toEmittedEvent);
+    return mapPage(
+      keysetPage<EmittedEventRow>(this.db, { from: "emitted_events", where, params, order: "desc", total }, page),
+      toEmittedEvent,
+    );
   }
 
   /** Kept events after a log position, oldest first, optionally one channel: SSE catch-up. */
   eventsAfter(emitterId: string, afterSeq: number, channel: string | undefined, limit: number): EmittedEvent[] {
     const byChannel = channel === undefined ? "" : " AND channel = ?";
     const params: unknown[] = channel === undefined ? [emitterId, afterSeq, limit] : [emitterId, afterSeq, channel, limit];
-    return statement<unknown[], EmittedEventRow>(this.db,
-        `SELECT * FROM emitted_events WHERE emitter_id = ? AND deleted = 0 AND seq > ?${byChannel} ORDER BY seq ASC LIMIT ?`,
-      )
+    return statement<unknown[], EmittedEventRow>(
+      this.db,
+      `SELECT * FROM emitted_events WHERE emitter_id = ? AND deleted = 0 AND seq > ?${byChannel} ORDER BY seq ASC LIMIT ?`,
+    )
       .all(...params)
       .map(toEmittedEvent);
   }
@@ -68,17 +72,17 @@ export class EmittedEventsReadModel {
   cursorOf(emitterId: string, eventId: string): number {
     const id = parseEventId(eventId);
     if (!id) return 0;
-    return statement<[string, number, number, number], { seq: number }>(this.db,
-        "SELECT COALESCE(MAX(seq), 0) AS seq FROM emitted_events WHERE emitter_id = ? AND (ms < ? OR (ms = ? AND n <= ?))",
-      )
-      .get(emitterId, id.ms, id.ms, id.seq)!.seq;
+    return statement<[string, number, number, number], { seq: number }>(
+      this.db,
+      "SELECT COALESCE(MAX(seq), 0) AS seq FROM emitted_events WHERE emitter_id = ? AND (ms < ? OR (ms = ? AND n <= ?))",
+    ).get(emitterId, id.ms, id.ms, id.seq)!.seq;
   }
 
   /** The oldest kept event's stream revision: log retention may truncate before it. */
   oldestKeptRevision(emitterId: string): { revision: number; count: number } | undefined {
-    return statement<[string], { revision: number; count: number }>(this.db,
-        "SELECT MIN(stream_revision) AS revision, COUNT(*) AS count FROM emitted_events WHERE emitter_id = ? HAVING COUNT(*) > 0",
-      )
-      .get(emitterId);
+    return statement<[string], { revision: number; count: number }>(
+      this.db,
+      "SELECT MIN(stream_revision) AS revision, COUNT(*) AS count FROM emitted_events WHERE emitter_id = ? HAVING COUNT(*) > 0",
+    ).get(emitterId);
   }
 }

@@ -28,15 +28,23 @@ export function keysetPage<Row extends { seq: number }>(
   const order = query.order.toUpperCase();
   let rows: Row[];
   if (page.before !== undefined) {
-    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${backward} ? ORDER BY seq ${reversed} LIMIT ?`)
-      .all(...query.params, page.before, page.limit) as Row[];
+    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${backward} ? ORDER BY seq ${reversed} LIMIT ?`).all(
+      ...query.params,
+      page.before,
+      page.limit,
+    ) as Row[];
     rows.reverse();
   } else if (page.after !== undefined) {
-    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${forward} ? ORDER BY seq ${order} LIMIT ?`)
-      .all(...query.params, page.after, page.limit) as Row[];
+    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${forward} ? ORDER BY seq ${order} LIMIT ?`).all(
+      ...query.params,
+      page.after,
+      page.limit,
+    ) as Row[];
   } else {
-    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} ORDER BY seq ${order} LIMIT ?`)
-      .all(...query.params, page.limit) as Row[];
+    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} ORDER BY seq ${order} LIMIT ?`).all(
+      ...query.params,
+      page.limit,
+    ) as Row[];
   }
   return { rows, total: query.total };
 }

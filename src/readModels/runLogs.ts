@@ -38,26 +38,36 @@ export class RunLogsReadModel {
   logs(sourceId: string, page: PageRequest): Page<RunLog> {
     // At most 100 rows per source are kept, so counting them stays cheap.
     const total = statement<[string], { n: number }>(this.db, "SELECT COUNT(*) AS n FROM source_logs WHERE source_id = ?").get(sourceId)!.n;
-    return mapPage(keysetPage<RunLogRow>(this.db, { from: "source_logs", where: "source_id = ?", params: [sourceId], order: "desc", total }, page), toRunLog);
+    return mapPage(
+      keysetPage<RunLogRow>(this.db, { from: "source_logs", where: "source_id = ?", params: [sourceId], order: "desc", total }, page),
+      toRunLog,
+    );
   }
 
   /** Kept run logs after a log position, oldest first: $logs SSE catch-up. */
   logsAfter(sourceId: string, afterSeq: number, limit: number): RunLog[] {
-    return statement<[string, number, number], RunLogRow>(this.db, "SELECT * FROM source_logs WHERE source_id = ? AND seq > ? ORDER BY seq ASC LIMIT ?")
+    return statement<[string, number, number], RunLogRow>(
+      this.db,
+      "SELECT * FROM source_logs WHERE source_id = ? AND seq > ? ORDER BY seq ASC LIMIT ?",
+    )
       .all(sourceId, afterSeq, limit)
       .map(toRunLog);
   }
 
   /** The log position of a kept run; 0 (every kept run follows) when it is no longer kept. */
   cursorOf(sourceId: string, invocationId: string): number {
-    return statement<[string, string], { seq: number }>(this.db, "SELECT seq FROM source_logs WHERE source_id = ? AND invocation_id = ?")
-      .get(sourceId, invocationId)?.seq ?? 0;
+    return (
+      statement<[string, string], { seq: number }>(this.db, "SELECT seq FROM source_logs WHERE source_id = ? AND invocation_id = ?").get(
+        sourceId,
+        invocationId,
+      )?.seq ?? 0
+    );
   }
 
   oldestKeptRevision(sourceId: string): { revision: number; count: number } | undefined {
-    return statement<[string], { revision: number; count: number }>(this.db,
-        "SELECT MIN(stream_revision) AS revision, COUNT(*) AS count FROM source_logs WHERE source_id = ? HAVING COUNT(*) > 0",
-      )
-      .get(sourceId);
+    return statement<[string], { revision: number; count: number }>(
+      this.db,
+      "SELECT MIN(stream_revision) AS revision, COUNT(*) AS count FROM source_logs WHERE source_id = ? HAVING COUNT(*) > 0",
+    ).get(sourceId);
   }
 }

@@ -52,9 +52,17 @@ export class SourcesReadModel {
   }
 
   sourcesOf(ownerId: string, page: PageRequest): Page<Source> {
-    const rows = keysetPage<SourceRow>(this.db, {
-      from: "sources", where: "owner_id = ?", params: [ownerId], order: "asc", total: countOf(this.db, "source_counts", ownerId),
-    }, page);
+    const rows = keysetPage<SourceRow>(
+      this.db,
+      {
+        from: "sources",
+        where: "owner_id = ?",
+        params: [ownerId],
+        order: "asc",
+        total: countOf(this.db, "source_counts", ownerId),
+      },
+      page,
+    );
     return mapPage(rows, toSource);
   }
 

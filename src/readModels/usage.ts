@@ -22,18 +22,18 @@ export class UsageReadModel {
 
   /** Invocations and compute milliseconds of the UTC day containing `nowMs`. */
   today(userId: string, nowMs: number): { invocations: number; computeMs: number } {
-    const row = statement<[string, number], { invocations: number; compute_ms: number }>(this.db,
-        "SELECT invocations, compute_ms FROM usage_daily WHERE user_id = ? AND day = ?",
-      )
-      .get(userId, Math.floor(nowMs / DAY_MS));
+    const row = statement<[string, number], { invocations: number; compute_ms: number }>(
+      this.db,
+      "SELECT invocations, compute_ms FROM usage_daily WHERE user_id = ? AND day = ?",
+    ).get(userId, Math.floor(nowMs / DAY_MS));
     return { invocations: row?.invocations ?? 0, computeMs: row?.compute_ms ?? 0 };
   }
 
   invocationsBetween(userId: string, startMs: number, endMs: number): number {
-    const row = statement<[string, number, number], { n: number | null }>(this.db,
-        "SELECT SUM(invocations) AS n FROM usage_daily WHERE user_id = ? AND day >= ? AND day < ?",
-      )
-      .get(userId, Math.floor(startMs / DAY_MS), Math.floor(endMs / DAY_MS));
+    const row = statement<[string, number, number], { n: number | null }>(
+      this.db,
+      "SELECT SUM(invocations) AS n FROM usage_daily WHERE user_id = ? AND day >= ? AND day < ?",
+    ).get(userId, Math.floor(startMs / DAY_MS), Math.floor(endMs / DAY_MS));
     return row?.n ?? 0;
   }
 }

@@ -132,4 +132,5 @@ function add(tallies: Map<string, Tally>, key: string, count: number, bytes: num
 }
 
 /** backlog_full is the caller's own backlog (429); overloaded is the node's (503). */
-const refused = (code: "backlog_full" | "overloaded", message: string) => new DomainError(code, `${message}; try again shortly`, undefined, 1);
+const refused = (code: "backlog_full" | "overloaded", message: string) =>
+  new DomainError(code, `${message}; try again shortly`, undefined, 1);

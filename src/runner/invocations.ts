@@ -49,11 +49,7 @@ export class InvocationQueue {
 
   /** Submits and waits for the runner's answer (which may come from another node). */
   async submitAndWait(message: InvocationMessage, timeoutMs: number): Promise<InvocationReply> {
-    const reply = await this.replies.request(
-      INVOCATIONS_TOPIC,
-      { key: message.sourceId, value: JSON.stringify(message) },
-      { timeoutMs },
-    );
+    const reply = await this.replies.request(INVOCATIONS_TOPIC, { key: message.sourceId, value: JSON.stringify(message) }, { timeoutMs });
     return JSON.parse(reply.value.toString("utf8")) as InvocationReply;
   }
 }
@@ -117,7 +113,7 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
         const work = records.map((record) => ({ record, message: readInvocation(record) }));
         const newest = Math.max(0, ...work.map((w) => w.message?.minPosition ?? 0));
         await deps.projector.waitFor(newest);
-        const owner = deps.sources.source(records[0]!.key)?.creatorId ?? "";
+        const owner = deps.sources.source(records[0].key)?.creatorId ?? "";
         await owners.acquire(owner);
         try {
           for (const { record, message } of work) if (message) await handle(record, message);
@@ -158,7 +154,14 @@ async function parkInvocation(deps: RunnerConsumerDeps, message: InvocationMessa
     { source: runnableOf(deps, source), component, invocationId: message.invocationId, trigger: message.trigger, event: message.event },
     error,
   );
-  return { status: "done", ok: false, error, emitted: [], logs: [], ...(result.position !== undefined ? { position: result.position } : {}) };
+  return {
+    status: "done",
+    ok: false,
+    error,
+    emitted: [],
+    logs: [],
+    ...(result.position !== undefined ? { position: result.position } : {}),
+  };
 }
 
 const runnableOf = (deps: RunnerConsumerDeps, source: Source) => ({

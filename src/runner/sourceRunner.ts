@@ -93,36 +93,62 @@ export class SourceRunner {
     const { source, component, invocationId, trigger } = request;
     const emits: Emit[] = outcome.emits.map((e) => ({ event: e.event, meta: e.meta }));
     // Errors thrown by a source are emitted on its $errors channel, with what triggered the run.
-    const errors: Emit[] = outcome.ok || !outcome.error ? [] : [{
-      event: {
-        error: { name: outcome.error.name, message: outcome.error.message, code: outcome.error.code, stack: outcome.error.stack ?? null },
-        original_event: request.event ?? null,
-        trigger,
-        invocation_id: invocationId,
+    const errors: Emit[] =
+      outcome.ok || !outcome.error
+        ? []
+        : [
+            {
+              event: {
+                error: {
+                  name: outcome.error.name,
+                  message: outcome.error.message,
+                  code: outcome.error.code,
+                  stack: outcome.error.stack ?? null,
+                },
+                original_event: request.event ?? null,
+                trigger,
+                invocation_id: invocationId,
+              },
+              meta: { name: "$errors", summary: `${outcome.error.name}: ${outcome.error.message}`.slice(0, 200) },
+            },
+          ];
+    const recorded = await this.emitters.record(
+      {
+        emitterId: source.id,
+        invocationId,
+        strategy: component.meta.component.dedupe,
+        emits,
+        unconditional: errors,
+        db: outcome.db,
+        dbChanged: outcome.dbChanged,
+        startedMs,
+        nowMs: this.clock.now(),
       },
-      meta: { name: "$errors", summary: `${outcome.error.name}: ${outcome.error.message}`.slice(0, 200) },
-    }];
-    const recorded = await this.emitters.record({
-      emitterId: source.id,
-      invocationId,
-      strategy: component.meta.component.dedupe,
-      emits,
-      unconditional: errors,
-      db: outcome.db,
-      dbChanged: outcome.dbChanged,
-      startedMs,
-      nowMs: this.clock.now(),
-    }, {
-      ...(loaded ? { loaded } : {}),
-      alongside: (decision) => {
-        const endedMs = this.clock.now();
-        const error = outcome.error ? { name: outcome.error.name, message: outcome.error.message, ...(outcome.error.stack ? { stack: outcome.error.stack } : {}) } : null;
-        return this.runLogs.append(runLogged({
-          sourceId: source.id, invocationId, trigger, userId: source.creatorId, startedMs, endedMs, wallMs: outcome.wallMs,
-          ok: outcome.ok, error, lines: outcome.logs, warnings: decision.warnings,
-        }));
+      {
+        ...(loaded ? { loaded } : {}),
+        alongside: (decision) => {
+          const endedMs = this.clock.now();
+          const error = outcome.error
+            ? { name: outcome.error.name, message: outcome.error.message, ...(outcome.error.stack ? { stack: outcome.error.stack } : {}) }
+            : null;
+          return this.runLogs.append(
+            runLogged({
+              sourceId: source.id,
+              invocationId,
+              trigger,
+              userId: source.creatorId,
+              startedMs,
+              endedMs,
+              wallMs: outcome.wallMs,
+              ok: outcome.ok,
+              error,
+              lines: outcome.logs,
+              warnings: decision.warnings,
+            }),
+          );
+        },
       },
-    });
+    );
     if (recorded.decision.kind === "duplicate") {
       return { outcome, duplicate: true, emitted: [], response: undefined, position: undefined };
     }
@@ -133,16 +159,33 @@ export class SourceRunner {
   async park(request: RunRequest, error: { name: string; code: string; message: string }): Promise<RunResult> {
     const loaded = await this.emitters.load(request.source.id);
     const outcome: InvocationOutcome = {
-      ok: false, error, emits: [], logs: [], db: loaded.state.db, dbChanged: false, cpuMs: 0, wallMs: 0, warm: false,
+      ok: false,
+      error,
+      emits: [],
+      logs: [],
+      db: loaded.state.db,
+      dbChanged: false,
+      cpuMs: 0,
+      wallMs: 0,
+      warm: false,
     };
     return this.record(request, { outcome, startedMs: this.clock.now() }, loaded);
   }
 
   /** Logs an invocation dropped without running (its source was paused meanwhile). */
-  async logSkipped(request: Pick<RunRequest, "invocationId" | "trigger">, source: { id: string; creatorId: string }): Promise<number | undefined> {
-    return this.runLogs.append(skippedRunLogged({
-      sourceId: source.id, userId: source.creatorId, invocationId: request.invocationId, trigger: request.trigger, nowMs: this.clock.now(),
-    }));
+  async logSkipped(
+    request: Pick<RunRequest, "invocationId" | "trigger">,
+    source: { id: string; creatorId: string },
+  ): Promise<number | undefined> {
+    return this.runLogs.append(
+      skippedRunLogged({
+        sourceId: source.id,
+        userId: source.creatorId,
+        invocationId: request.invocationId,
+        trigger: request.trigger,
+        nowMs: this.clock.now(),
+      }),
+    );
   }
 }
 

@@ -22,7 +22,9 @@ export const ISOLATE_ERROR_CODES = ["USER_ERROR", "CONFIGURATION_ERROR", "LIMIT_
 
 // Captured when the module is evaluated (in the isolate: at prelude start), so a component that
 // replaces String or Array members still gets these checks as written.
-const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <A extends unknown[], R>(fn: (...args: A) => R) => (self: unknown, ...args: A) => R;
+const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <A extends unknown[], R>(
+  fn: (...args: A) => R,
+) => (self: unknown, ...args: A) => R;
 const charCodeAt = uncurry(String.prototype.charCodeAt);
 const toLowerCase = uncurry(String.prototype.toLowerCase);
 const sliceString = uncurry(String.prototype.slice);
@@ -39,7 +41,23 @@ function isToken(name: string): boolean {
   for (let i = 0; i < name.length; i++) {
     const c = charCodeAt(name, i);
     const alnum = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
-    if (!alnum && !(c === 33 || (c >= 35 && c <= 39) || c === 42 || c === 43 || c === 45 || c === 46 || c === 94 || c === 95 || c === 96 || c === 124 || c === 126)) return false;
+    if (
+      !alnum &&
+      !(
+        c === 33 ||
+        (c >= 35 && c <= 39) ||
+        c === 42 ||
+        c === 43 ||
+        c === 45 ||
+        c === 46 ||
+        c === 94 ||
+        c === 95 ||
+        c === 96 ||
+        c === 124 ||
+        c === 126
+      )
+    )
+      return false;
   }
   return true;
 }
@@ -111,7 +129,10 @@ export function mayExceedBytes(length: number, max: number): boolean {
 export function checkStatus(status: unknown): Rule<number> {
   const n = typeof status === "string" && isThreeDigits(status) ? NumberCtor(status) : status;
   if (typeof n !== "number" || !isInteger(n)) {
-    return { ok: false, message: `http.respond: status must be an integer (or a string of digits) from 200 to 599, got ${describe(status)}` };
+    return {
+      ok: false,
+      message: `http.respond: status must be an integer (or a string of digits) from 200 to 599, got ${describe(status)}`,
+    };
   }
   if (n >= 100 && n <= 199) {
     return { ok: false, message: `http.respond: status ${n} is informational (1xx) and cannot be the final response; use 200 to 599` };
@@ -127,11 +148,12 @@ export function checkStatus(status: unknown): Rule<number> {
 export function checkHeaders(headers: unknown): Rule<Record<string, string | string[]>> {
   const out: Record<string, string | string[]> = create(null);
   if (headers === undefined || headers === null) return { ok: true, value: out };
-  if (typeof headers !== "object" || isArray(headers)) return { ok: false, message: "http.respond: headers must be an object of header names to values" };
+  if (typeof headers !== "object" || isArray(headers))
+    return { ok: false, message: "http.respond: headers must be an object of header names to values" };
   let lines = 0;
   const names = keys(headers);
   for (let i = 0; i < names.length; i++) {
-    const name = names[i]!;
+    const name = names[i];
     const raw = (headers as Record<string, unknown>)[name];
     if (raw === undefined || raw === null) continue;
     if (!isToken(name)) return { ok: false, message: `http.respond: ${describe(name)} is not a valid header name` };
@@ -143,7 +165,11 @@ export function checkHeaders(headers: unknown): Rule<Record<string, string | str
       let text: string;
       if (typeof v === "string") text = v;
       else if ((typeof v === "number" && isFinite(v)) || typeof v === "boolean") text = StringCtor(v);
-      else return { ok: false, message: `http.respond: the value of header "${name}" must be a string, number or boolean (or an array of them), got ${describe(v)}` };
+      else
+        return {
+          ok: false,
+          message: `http.respond: the value of header "${name}" must be a string, number or boolean (or an array of them), got ${describe(v)}`,
+        };
       if (hasLineBreakOrNul(text)) return { ok: false, message: `http.respond: the value of header "${name}" contains CR, LF or NUL` };
       if (mayExceedBytes(text.length, MAX_HEADER_VALUE_BYTES) && utf8Bytes(text) > MAX_HEADER_VALUE_BYTES) {
         return { ok: false, message: `http.respond: the value of header "${name}" is over ${MAX_HEADER_VALUE_BYTES} bytes` };
@@ -152,7 +178,7 @@ export function checkHeaders(headers: unknown): Rule<Record<string, string | str
     }
     lines += count;
     if (lines > MAX_RESPONSE_HEADERS) return { ok: false, message: `http.respond: at most ${MAX_RESPONSE_HEADERS} headers may be set` };
-    out[toLowerCase(name)] = list ? texts : texts[0]!;
+    out[toLowerCase(name)] = list ? texts : texts[0];
   }
   return { ok: true, value: out };
 }
@@ -169,7 +195,8 @@ export function checkMeta(id: unknown, name: unknown, summary: unknown, ts: unkn
   const out: MetaFields = {};
   if (id !== undefined) {
     if (typeof id === "string") {
-      if (id.length > MAX_META_ID_CHARS) return { ok: false, message: `$emit: meta.id is ${id.length} characters, over the limit of ${MAX_META_ID_CHARS}` };
+      if (id.length > MAX_META_ID_CHARS)
+        return { ok: false, message: `$emit: meta.id is ${id.length} characters, over the limit of ${MAX_META_ID_CHARS}` };
     } else if (!(typeof id === "number" && isFinite(id))) {
       return { ok: false, message: `$emit: meta.id must be a string or a number, got ${typeof id}` };
     }
@@ -177,7 +204,8 @@ export function checkMeta(id: unknown, name: unknown, summary: unknown, ts: unkn
   }
   if (name !== undefined) {
     if (typeof name !== "string") return { ok: false, message: `$emit: meta.name must be a string, got ${typeof name}` };
-    if (name.length > MAX_META_NAME_CHARS) return { ok: false, message: `$emit: meta.name is ${name.length} characters, over the limit of ${MAX_META_NAME_CHARS}` };
+    if (name.length > MAX_META_NAME_CHARS)
+      return { ok: false, message: `$emit: meta.name is ${name.length} characters, over the limit of ${MAX_META_NAME_CHARS}` };
     out.name = name;
   }
   if (summary !== undefined) {

@@ -68,11 +68,17 @@ export class TimerScheduler {
   #wake(delayMs: number): void {
     if (this.#stopped) return;
     if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.#running = (this.#running ?? Promise.resolve()).then(() => this.#tick()).catch((error) => {
-        console.error("scheduler:", error);
-      }).finally(() => this.#wake(this.#delay()));
-    }, Math.max(0, delayMs));
+    this.#timer = setTimeout(
+      () => {
+        this.#running = (this.#running ?? Promise.resolve())
+          .then(() => this.#tick())
+          .catch((error) => {
+            console.error("scheduler:", error);
+          })
+          .finally(() => this.#wake(this.#delay()));
+      },
+      Math.max(0, delayMs),
+    );
   }
 
   #delay(): number {
@@ -97,7 +103,15 @@ export class TimerScheduler {
       // its timer edited), whichever is later: a paused source does not catch up on its pause.
       const last = Math.max(source.updatedAt * 1000, lastFired.tick ?? 0);
       const schedule = tickSchedule(timer.value);
-      this.#entries.set(source.id, { sourceId: source.id, timer: timer.value, schedule, propName: timer.name, last, key, next: schedule.next(last) });
+      this.#entries.set(source.id, {
+        sourceId: source.id,
+        timer: timer.value,
+        schedule,
+        propName: timer.name,
+        last,
+        key,
+        next: schedule.next(last),
+      });
     }
     for (const id of [...this.#entries.keys()]) if (!seen.has(id)) this.#entries.delete(id);
   }
@@ -136,14 +150,27 @@ export class TimerScheduler {
     const refused = this.deps.quota.exceeded(source.creatorId);
     if (refused) {
       // The tick is skipped, and the source's $errors channel says why.
-      await this.deps.emitters.record({
-        emitterId: source.id, invocationId, strategy: undefined, emits: [],
-        unconditional: [{
-          event: { error: { name: "QuotaExceeded", message: `timer tick skipped: ${refused}` }, original_event: { timestamp: Math.floor(tick / 1000) } },
-          meta: { name: "$errors", summary: "timer tick skipped: quota exceeded" },
-        }],
-        db: (await this.deps.emitters.load(source.id)).state.db, dbChanged: false, startedMs: tick, nowMs: this.deps.clock.now(),
-      }).catch(() => undefined);
+      await this.deps.emitters
+        .record({
+          emitterId: source.id,
+          invocationId,
+          strategy: undefined,
+          emits: [],
+          unconditional: [
+            {
+              event: {
+                error: { name: "QuotaExceeded", message: `timer tick skipped: ${refused}` },
+                original_event: { timestamp: Math.floor(tick / 1000) },
+              },
+              meta: { name: "$errors", summary: "timer tick skipped: quota exceeded" },
+            },
+          ],
+          db: (await this.deps.emitters.load(source.id)).state.db,
+          dbChanged: false,
+          startedMs: tick,
+          nowMs: this.deps.clock.now(),
+        })
+        .catch(() => undefined);
     } else {
       await this.deps.invocations.submit({
         invocationId,

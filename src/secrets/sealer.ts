@@ -32,7 +32,9 @@ export class Sealer {
       decipher.setAuthTag(Buffer.from(tag, "base64url"));
       clear = Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]);
     } catch {
-      throw new Error("a secret value could not be opened with this node's key (was HEADWATER_SECRET_KEY changed, or does this node not share it?)");
+      throw new Error(
+        "a secret value could not be opened with this node's key (was HEADWATER_SECRET_KEY changed, or does this node not share it?)",
+      );
     }
     return JSON.parse(clear.toString("utf8"));
   }

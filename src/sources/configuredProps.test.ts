@@ -29,12 +29,29 @@ describe("sources/configuredProps", () => {
   });
 
   it("lists every problem with its path", () => {
-    const { problems } = checkConfiguredProps(props, {
-      count: 11, tags: ["a", 2], color: "green", db: {}, extra: 1, timer: { intervalSeconds: 5 }, github: { token: "x" },
-    }, sealer, rules);
+    const { problems } = checkConfiguredProps(
+      props,
+      {
+        count: 11,
+        tags: ["a", 2],
+        color: "green",
+        db: {},
+        extra: 1,
+        timer: { intervalSeconds: 5 },
+        github: { token: "x" },
+      },
+      sealer,
+      rules,
+    );
     expect(problems.map((p) => p.path)).to.have.members([
-      "configured_props.extra", "configured_props.db", "configured_props.timer.intervalSeconds", "configured_props.count",
-      "configured_props.tags[1]", "configured_props.color", "configured_props.token", "configured_props.github",
+      "configured_props.extra",
+      "configured_props.db",
+      "configured_props.timer.intervalSeconds",
+      "configured_props.count",
+      "configured_props.tags[1]",
+      "configured_props.color",
+      "configured_props.token",
+      "configured_props.github",
     ]);
   });
 
@@ -50,14 +67,17 @@ describe("sources/configuredProps", () => {
 
   it("refuses values over 64 KB", () => {
     const { problems } = checkConfiguredProps([prop({ name: "blob", type: "string" })], { blob: "x".repeat(70_000) }, sealer, rules);
-    expect(problems[0]!.message).to.match(/over 65536 bytes/);
+    expect(problems[0].message).to.match(/over 65536 bytes/);
   });
 
   it("shows secrets redacted, timers as {cron, interval_seconds}, the endpoint URL; a redacted secret sent back keeps its value", () => {
     const { stored } = checkConfiguredProps(props, { count: 1, token: "abc", timer: { cron: "*/5 * * * *" } }, sealer, rules);
     const view = viewProps(props, stored, "http://h/e/x");
     expect(view).to.deep.include({
-      http: { endpoint_url: "http://h/e/x" }, token: REDACTED, timer: { cron: "*/5 * * * *", interval_seconds: 300 }, count: 1,
+      http: { endpoint_url: "http://h/e/x" },
+      token: REDACTED,
+      timer: { cron: "*/5 * * * *", interval_seconds: 300 },
+      count: 1,
     });
     const again = checkConfiguredProps(props, { ...view, timer: { intervalSeconds: 600 } }, sealer, rules, stored);
     expect(again.problems).to.deep.equal([]);

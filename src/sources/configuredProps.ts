@@ -49,7 +49,7 @@ function checkTimer(name: string, value: unknown, rules: PropRules, problems: Er
       // The shortest of several gaps: the first one alone depends on when the request comes ("0,20 * * * * *" at second 5).
       const runs = new Cron(cron, { paused: true, timezone: "UTC" }).nextRuns(16);
       if (runs.length < 2) throw new Error("it never fires");
-      const gap = Math.min(...runs.slice(1).map((run, i) => (run.getTime() - runs[i]!.getTime()) / 1000));
+      const gap = Math.min(...runs.slice(1).map((run, i) => (run.getTime() - runs[i].getTime()) / 1000));
       if (gap < rules.minTimerSeconds) {
         problems.push({ path: path(name, ".cron"), message: `fires more often than the minimum interval of ${rules.minTimerSeconds} s` });
       }
@@ -152,9 +152,12 @@ export function checkConfiguredProps(
         problems.push({ path: path(prop.name), message: `must be an array of ${base}` });
         continue;
       }
-      const old = Array.isArray(previous[prop.name]) ? (previous[prop.name] as unknown[]) : [];
+      const old: unknown[] = Array.isArray(previous[prop.name]) ? (previous[prop.name] as unknown[]) : [];
       const ok = value.every((item, i) => keepPrevious(item, old[i]) || checkScalar(prop, base, item, path(prop.name, `[${i}]`), problems));
-      if (ok) stored[prop.name] = value.map((item, i) => (keepPrevious(item, old[i]) ? old[i] : sealsValue ? sealer.seal(item) : item));
+      if (ok)
+        stored[prop.name] = value.map((item: unknown, i): unknown =>
+          keepPrevious(item, old[i]) ? old[i] : sealsValue ? sealer.seal(item) : item,
+        );
       continue;
     }
     if (keepPrevious(value, previous[prop.name])) {
@@ -176,18 +179,14 @@ export function openProps(stored: Record<string, unknown>, sealer: Sealer): Reco
 export function timerIntervalSeconds(timer: TimerValue): number {
   if ("intervalSeconds" in timer) return timer.intervalSeconds;
   const runs = new Cron(timer.cron, { paused: true, timezone: "UTC" }).nextRuns(2);
-  return runs.length === 2 ? Math.round((runs[1]!.getTime() - runs[0]!.getTime()) / 1000) : 0;
+  return runs.length === 2 ? Math.round((runs[1].getTime() - runs[0].getTime()) / 1000) : 0;
 }
 
 /**
  * Configured props as the API answers them: secrets redacted, timers as {cron, interval_seconds},
  * the HTTP interface as {endpoint_url}.
  */
-export function viewProps(
-  props: readonly NormalizedProp[],
-  stored: Record<string, unknown>,
-  endpointUrl: string,
-): Record<string, unknown> {
+export function viewProps(props: readonly NormalizedProp[], stored: Record<string, unknown>, endpointUrl: string): Record<string, unknown> {
   const view: Record<string, unknown> = {};
   const redact = (v: unknown): unknown => (isSealed(v) ? REDACTED : Array.isArray(v) ? v.map(redact) : v);
   for (const prop of props) {

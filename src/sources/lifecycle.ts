@@ -70,14 +70,29 @@ export class SourceLifecycle {
     const command = (nameSlug: string, hooks: HookResults, configuredProps: Record<string, unknown>): SourceCommand => ({
       type: "DeploySource",
       data: {
-        id, ownerId: input.ownerId, creatorId: input.creatorId, componentId: component.id, name, nameSlug, endpointId,
-        configuredProps, active: true, at: seconds(this.deps.clock), componentType: component.meta.component.type, hooks,
+        id,
+        ownerId: input.ownerId,
+        creatorId: input.creatorId,
+        componentId: component.id,
+        name,
+        nameSlug,
+        endpointId,
+        configuredProps,
+        active: true,
+        at: seconds(this.deps.clock),
+        componentType: component.meta.component.type,
+        hooks,
       },
     });
     // The decider's rules come first (an action is refused before its props are judged), then the props, before any user code runs.
     sourceDecider.decide(command("-", { failed: [], force: false }, {}), sourceDecider.initialState());
     const stored = this.#checkProps(component, input.configuredProps);
-    const runnable: RunnableSource = { id, creatorId: input.creatorId, storedProps: stored, endpointUrl: this.deps.endpointUrl(endpointId) };
+    const runnable: RunnableSource = {
+      id,
+      creatorId: input.creatorId,
+      storedProps: stored,
+      endpointUrl: this.deps.endpointUrl(endpointId),
+    };
     const ran = await this.#hooks(runnable, component, hooksAround.deploy(component.meta.component.hooks), {});
     sourceDecider.decide(command("-", results(ran, false), stored), sourceDecider.initialState());
     const { name: nameSlug, appended: claim } = await this.#claimSlug(input.ownerId, name, id, options);
@@ -111,8 +126,15 @@ export class SourceLifecycle {
     const command = (nameSlug: string, hooks: HookResults): SourceCommand => ({
       type: "UpdateSource",
       data: {
-        id: source.id, componentId: component.id, name, nameSlug, configuredProps: stored, active: input.active,
-        at: seconds(this.deps.clock), componentType: component.meta.component.type, hooks,
+        id: source.id,
+        componentId: component.id,
+        name,
+        nameSlug,
+        configuredProps: stored,
+        active: input.active,
+        at: seconds(this.deps.clock),
+        componentType: component.meta.component.type,
+        hooks,
       },
     });
     const current = await this.#sources.load(source.id);
@@ -153,9 +175,14 @@ export class SourceLifecycle {
     const { state } = await this.deps.emitters.load(source.id);
     // Its log goes with the source: a failure the operator forced past is in the answer, not kept.
     const ran = await this.#hooks(runnable, component, hooksAround.delete(component.meta.component.hooks, source.active), state.db);
-    const deleted = await this.#sources.handle(source.id, {
-      type: "DeleteSource", data: { id: source.id, at: seconds(this.deps.clock), hooks: results(ran, input.force) },
-    }, options);
+    const deleted = await this.#sources.handle(
+      source.id,
+      {
+        type: "DeleteSource",
+        data: { id: source.id, at: seconds(this.deps.clock), hooks: results(ran, input.force) },
+      },
+      options,
+    );
     await this.#releaseSlug(source.ownerId, source.nameSlug, source.id, options);
     // Its events, state, logs and timer go with it; its command stream stays for audit.
     for (const stream of sourceDataStreams(source.id)) {
@@ -171,12 +198,17 @@ export class SourceLifecycle {
 
   #checkProps(component: LoadedComponent, given: Record<string, unknown>, previous?: Record<string, unknown>): Record<string, unknown> {
     const { stored, problems } = checkConfiguredProps(component.meta.component.props, given, this.deps.sealer, this.deps.rules, previous);
-    if (problems.length > 0) throw new DomainError("invalid_request", `${problems[0]!.path} ${problems[0]!.message}`, problems);
+    if (problems.length > 0) throw new DomainError("invalid_request", `${problems[0].path} ${problems[0].message}`, problems);
     return stored;
   }
 
   /** Runs the given hooks in order, each seeing the db the previous one left; stops at the first failure. */
-  async #hooks(source: RunnableSource, component: LoadedComponent, hooks: readonly Hook[], db: Record<string, unknown>): Promise<HookRun[]> {
+  async #hooks(
+    source: RunnableSource,
+    component: LoadedComponent,
+    hooks: readonly Hook[],
+    db: Record<string, unknown>,
+  ): Promise<HookRun[]> {
     const done: HookRun[] = [];
     for (const hook of hooks) {
       const invocationId = newId("inv");
@@ -200,11 +232,13 @@ export class SourceLifecycle {
   /** name_slug is unique per owner: my-source, then my-source-1, my-source-2, … */
   async #claimSlug(ownerId: string, name: string, sourceId: string, options: HandleOptions) {
     const base = slugify(name) || "source";
-    return this.#names.claimFirstFree(
-      { scope: "source", base: `${ownerId}/${base}`, holder: sourceId, at: seconds(this.deps.clock) },
-      (candidate) => this.deps.sources.slugTaken(ownerId, candidate.slice(ownerId.length + 1)),
-      options,
-    ).then(({ name: claimed, appended }) => ({ name: claimed.slice(ownerId.length + 1), appended }));
+    return this.#names
+      .claimFirstFree(
+        { scope: "source", base: `${ownerId}/${base}`, holder: sourceId, at: seconds(this.deps.clock) },
+        (candidate) => this.deps.sources.slugTaken(ownerId, candidate.slice(ownerId.length + 1)),
+        options,
+      )
+      .then(({ name: claimed, appended }) => ({ name: claimed.slice(ownerId.length + 1), appended }));
   }
 
   async #releaseSlug(ownerId: string, slug: string, sourceId: string, options: HandleOptions): Promise<void> {
@@ -215,7 +249,9 @@ export class SourceLifecycle {
 /** What the hooks that ran tell the decider: the failures, and whether the caller forces past them. */
 function results(ran: readonly HookRun[], force: boolean): HookResults {
   return {
-    failed: ran.filter((r) => !r.execution.outcome.ok).map((r) => ({ hook: r.hook, message: r.execution.outcome.error?.message ?? "unknown error" })),
+    failed: ran
+      .filter((r) => !r.execution.outcome.ok)
+      .map((r) => ({ hook: r.hook, message: r.execution.outcome.error?.message ?? "unknown error" })),
     force,
   };
 }

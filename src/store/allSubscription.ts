@@ -52,7 +52,7 @@ export function runAllSubscription(
       if (stopped) return;
       if (events.length > 0) {
         await options.onEvents(events);
-        checkpoint = events[events.length - 1]!.position;
+        checkpoint = events[events.length - 1].position;
       }
       if (events.length < batchSize) await Promise.race([committed, stopRequested.promise]);
     }

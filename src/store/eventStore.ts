@@ -108,7 +108,10 @@ export class WrongExpectedRevisionError extends Error {
 /** An append whose event ids partly exist already: neither a fresh append nor a replay of one. */
 export class IdempotencyConflictError extends Error {
   override readonly name = "IdempotencyConflictError";
-  constructor(readonly stream: string, readonly eventId: string) {
+  constructor(
+    readonly stream: string,
+    readonly eventId: string,
+  ) {
     super(`stream ${stream}: event ${eventId} was appended before with a different batch`);
   }
 }

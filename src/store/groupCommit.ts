@@ -98,7 +98,7 @@ export class GroupCommit {
     }
     if (outcomes.some((outcome) => "result" in outcome)) this.onCommitted();
     group.forEach((waiting, index) => {
-      const outcome = outcomes[index]!;
+      const outcome = outcomes[index];
       if ("result" in outcome) waiting.resolve(outcome.result);
       else waiting.reject(outcome.error);
     });

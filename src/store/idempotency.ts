@@ -30,9 +30,8 @@ export function findReplay(
   const first = stored[0];
   for (let index = 0; index < events.length; index++) {
     const entry = stored[index];
-    const consecutive =
-      entry !== undefined && first !== undefined && entry.stream === stream && entry.revision === first.revision + index;
-    if (!consecutive) throw new IdempotencyConflictError(stream, events[entry === undefined ? firstStored : index]!.id);
+    const consecutive = entry !== undefined && first !== undefined && entry.stream === stream && entry.revision === first.revision + index;
+    if (!consecutive) throw new IdempotencyConflictError(stream, events[entry === undefined ? firstStored : index].id);
   }
   const last = stored[stored.length - 1]!;
   return { nextExpectedRevision: last.revision, position: last.position };

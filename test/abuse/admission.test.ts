@@ -42,7 +42,10 @@ describe("abuse: admission, back-pressure and parking (real server)", function (
     // Each run waits, so most of the burst is still in flight while the rest arrives.
     const statuses = await Promise.all(Array.from({ length: 150 }, (_, n) => fetch(`${url}?n=${n}&ms=50`).then((r) => r.status)));
     const accepted = statuses.filter((s) => s === 200).length;
-    expect(statuses.every((s) => s === 200 || s === 429), JSON.stringify(statuses)).to.equal(true);
+    expect(
+      statuses.every((s) => s === 200 || s === 429),
+      JSON.stringify(statuses),
+    ).to.equal(true);
     expect(accepted).to.equal(20);
     const used = await eventually("usage recorded", async () => {
       const data = await me(free);
@@ -77,26 +80,40 @@ describe("abuse: admission, back-pressure and parking (real server)", function (
   }
 
   it("parks an invocation that keeps failing, with its reason in the logs and on $errors, and goes on with the next", async () => {
-    const source = await deploy(admin, `export default {
+    const source = await deploy(
+      admin,
+      `export default {
       name: "Secretive", version: "1.0.0",
       props: { http: { type: "$.interface.http" }, token: { type: "string", secret: true } },
       async run(event) { this.$emit({ n: event.query.n, tokenLength: this.token.length }); },
-    };`, { token: "s3cr3t" });
+    };`,
+      { token: "s3cr3t" },
+    );
     const url = source.configured_props.http.endpoint_url as string;
     expect((await fetch(`${url}?n=before`)).status).to.equal(200);
     await eventually("a normal run", async () => ((await events(admin, source.id)).length === 1 ? true : undefined));
     // A node that cannot open the source's secrets (another secret key) cannot run it, ever.
     await server.stop();
-    const other = new TestServer({ dataDir: server.dataDir, bootstrapKey: server.bootstrapKey, env: { HEADWATER_SECRET_KEY: "ab".repeat(32) } });
+    const other = new TestServer({
+      dataDir: server.dataDir,
+      bootstrapKey: server.bootstrapKey,
+      env: { HEADWATER_SECRET_KEY: "ab".repeat(32) },
+    });
     await other.start();
     try {
       const client = other.client();
       expect((await fetch(`${url.replace(new URL(url).origin, other.url)}?n=parked`)).status).to.equal(200);
-      const error = await eventually("the parked invocation on $errors", async () => {
-        const found = (await events(client, source.id, "$errors"))[0];
-        return found?.event.error.name === "InvocationParked" ? found : undefined;
-      }, 60_000);
-      expect(error.event.error.message).to.match(/parked/).and.match(/HEADWATER_SECRET_KEY/);
+      const error = await eventually(
+        "the parked invocation on $errors",
+        async () => {
+          const found = (await events(client, source.id, "$errors"))[0];
+          return found?.event.error.name === "InvocationParked" ? found : undefined;
+        },
+        60_000,
+      );
+      expect(error.event.error.message)
+        .to.match(/parked/)
+        .and.match(/HEADWATER_SECRET_KEY/);
       expect(error.event.original_event.query).to.deep.equal({ n: "parked" });
       const logs = (await client.get(`/v1/sources/${source.id}/logs`)).body.data;
       expect(logs[0].error.name).to.equal("InvocationParked");

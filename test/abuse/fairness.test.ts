@@ -23,7 +23,9 @@ const ANSWERS = `export default {
 
 describe("abuse: fair scheduling (real server)", function () {
   this.timeout(180_000);
-  const server = new TestServer({ env: { HEADWATER_RUN_TIMEOUT_MS: "8000", HEADWATER_ENDPOINT_BURST: "200", HEADWATER_ENDPOINT_RATE_PER_SECOND: "50" } });
+  const server = new TestServer({
+    env: { HEADWATER_RUN_TIMEOUT_MS: "8000", HEADWATER_ENDPOINT_BURST: "200", HEADWATER_ENDPOINT_RATE_PER_SECOND: "50" },
+  });
   let flooder: ApiClient;
   let bystander: ApiClient;
 
@@ -57,9 +59,11 @@ describe("abuse: fair scheduling (real server)", function () {
     const targets = hanging.flatMap((s) => Array.from({ length: 200 }, () => s.configured_props.http.endpoint_url as string));
     const statuses: number[] = [];
     let next = 0;
-    const flood = Promise.all(Array.from({ length: 64 }, async () => {
-      while (next < targets.length) statuses.push(await post(targets[next++]!));
-    }));
+    const flood = Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (next < targets.length) statuses.push(await post(targets[next++]));
+      }),
+    );
     // Meanwhile, the bystander's requests, one after another, each a full run and answer.
     const latencies: number[] = [];
     const url = answers.configured_props.http.endpoint_url as string;
@@ -75,7 +79,10 @@ describe("abuse: fair scheduling (real server)", function () {
     agent.destroy();
     const accepted = statuses.filter((s) => s === 200).length;
     expect(accepted, "the flood was admitted: its runs are queued behind hanging runs").to.be.greaterThan(5_000);
-    expect(statuses.every((s) => s === 200 || s === 429), `only 200 or 429: ${[...new Set(statuses)].join(",")}`).to.equal(true);
+    expect(
+      statuses.every((s) => s === 200 || s === 429),
+      `only 200 or 429: ${[...new Set(statuses)].join(",")}`,
+    ).to.equal(true);
     latencies.sort((a, b) => a - b);
     console.log(`      bystander latencies (ms): ${latencies.join(" ")}; flood accepted ${accepted}`);
     expect(latencies[latencies.length - 1], `bystander latencies ${latencies.join(",")} ms`).to.be.below(FAIRNESS_BOUND_MS);

@@ -16,7 +16,11 @@ describe("operations: data directory lock and graceful stop (real server)", func
     try {
       const pidFile = path.join(first.dataDir, "headwater.pid");
       expect(fs.readFileSync(pidFile, "utf8")).to.equal(String(first.pid));
-      const second = spawnSync(process.execPath, ["--no-node-snapshot", cliEntry, "start"], { env: first.env, encoding: "utf8", timeout: 30_000 });
+      const second = spawnSync(process.execPath, ["--no-node-snapshot", cliEntry, "start"], {
+        env: first.env,
+        encoding: "utf8",
+        timeout: 30_000,
+      });
       expect(second.status, second.stderr).to.equal(1);
       const error = JSON.parse(second.stderr.trim().split("\n").pop()!) as { code: string; error: string };
       expect(error.code).to.equal("data_dir_locked");
@@ -46,7 +50,9 @@ describe("operations: data directory lock and graceful stop (real server)", func
     const server = new TestServer({ env: { HEADWATER_SHUTDOWN_GRACE_MS: "20000" } });
     await server.start();
     const admin = server.client();
-    const source = await deploy(admin, `export default {
+    const source = await deploy(
+      admin,
+      `export default {
       name: "Slow answer", version: "1.0.0",
       props: { http: { type: "$.interface.http", customResponse: true } },
       async run(event) {
@@ -54,13 +60,17 @@ describe("operations: data directory lock and graceful stop (real server)", func
         this.$emit({ n: event.query.n });
         this.http.respond({ status: 200, body: "answered " + event.query.n });
       },
-    };`);
+    };`,
+    );
     const url = source.configured_props.http.endpoint_url as string;
     const inFlight = fetch(`${url}?n=1`).then(async (r) => ({ status: r.status, text: await r.text() }));
     await sleep(300);
     process.kill(server.pid!, "SIGTERM");
     await sleep(200);
-    const refused = await fetch(`${url}?n=2`).then((r) => r.status, () => "refused");
+    const refused = await fetch(`${url}?n=2`).then(
+      (r) => r.status,
+      () => "refused",
+    );
     expect(refused, "new connections are refused while stopping").to.equal("refused");
     const answer = await inFlight;
     expect(answer).to.deep.equal({ status: 200, text: "answered 1" });

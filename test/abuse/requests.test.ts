@@ -27,7 +27,9 @@ const RESPONDER = `export default {
 
 describe("abuse: hostile requests (real server)", function () {
   this.timeout(120_000);
-  const server = new TestServer({ env: { HEADWATER_RESPONSE_TIMEOUT_MS: "1500", HEADWATER_ANONYMOUS_BURST: "30", HEADWATER_ANONYMOUS_RATE_PER_SECOND: "5" } });
+  const server = new TestServer({
+    env: { HEADWATER_RESPONSE_TIMEOUT_MS: "1500", HEADWATER_ANONYMOUS_BURST: "30", HEADWATER_ANONYMOUS_RATE_PER_SECOND: "5" },
+  });
   let admin: ApiClient;
   let echo: { id: string; url: string };
   let responder: { id: string; url: string };
@@ -45,7 +47,9 @@ describe("abuse: hostile requests (real server)", function () {
     const r = await send(echo.url, JSON.stringify({ marker }), "application/json");
     expect(r.status).to.equal(200);
     acknowledged.push(marker);
-    await eventually(`event ${marker}`, async () => ((await events(admin, echo.id)).some((e) => e.event.body?.marker === marker) ? true : undefined));
+    await eventually(`event ${marker}`, async () =>
+      (await events(admin, echo.id)).some((e) => e.event.body?.marker === marker) ? true : undefined,
+    );
   }
 
   before(async () => {
@@ -67,7 +71,9 @@ describe("abuse: hostile requests (real server)", function () {
         const run = await admin.request("POST", `/v1/sources/${echo.id}/run`, `{"event":${text}}`, { "content-type": "application/json" });
         expect(run.status, `/run, depth ${depth}`).to.equal(400);
         expect(run.body.code).to.equal("json_too_deep");
-        const created = await admin.request("POST", "/v1/sources", `{"key":"http-new-requests","configured_props":{"x":${text}}}`, { "content-type": "application/json" });
+        const created = await admin.request("POST", "/v1/sources", `{"key":"http-new-requests","configured_props":{"x":${text}}}`, {
+          "content-type": "application/json",
+        });
         expect(created.status, `configured_props, depth ${depth}`).to.equal(400);
       }
     }
@@ -84,7 +90,9 @@ describe("abuse: hostile requests (real server)", function () {
   it("answers 413 for bodies over the limits, before reading them", async () => {
     const big = "x".repeat(600 * 1024);
     expect((await send(echo.url, JSON.stringify({ big }), "application/json")).status).to.equal(413);
-    const r = await admin.request("POST", "/v1/sources", JSON.stringify({ key: "http-new-requests", name: "x".repeat(1100 * 1024) }), { "content-type": "application/json" });
+    const r = await admin.request("POST", "/v1/sources", JSON.stringify({ key: "http-new-requests", name: "x".repeat(1100 * 1024) }), {
+      "content-type": "application/json",
+    });
     expect(r.status).to.equal(413);
     await stillServing();
   });
@@ -92,7 +100,10 @@ describe("abuse: hostile requests (real server)", function () {
   it("survives truncated and malformed multipart and urlencoded bodies (the run gets the raw text)", async () => {
     const boundary = "----hwboundary";
     const bodies: [string, string][] = [
-      [`--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nunfinished file`, `multipart/form-data; boundary=${boundary}`],
+      [
+        `--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nunfinished file`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
       [`--${boundary}\r\nContent-Disposition: form-data; name="f"\r\n\r\nvalue`, `multipart/form-data; boundary=${boundary}`],
       [`--${boundary}\r\nbroken headers without end`, `multipart/form-data; boundary=${boundary}`],
       ["no boundary at all", "multipart/form-data"],
@@ -105,13 +116,19 @@ describe("abuse: hostile requests (real server)", function () {
       expect(r.status, `${type}: ${body.slice(0, 40)}`).to.equal(200);
     }
     await eventually("the truncated upload as raw text", async () =>
-      (await events(admin, echo.id)).some((e) => e.event.bodyRaw === bodies[0]![0]) ? true : undefined);
+      (await events(admin, echo.id)).some((e) => e.event.bodyRaw === bodies[0][0]) ? true : undefined,
+    );
     await stillServing();
   });
 
   it("refuses every non-finite, non-decimal or out-of-range listing parameter with 400", async () => {
     const bad = ["Infinity", "-Infinity", "1e400", "1e2", "NaN", "0x10", "5.0", "0", "-1", "101", "", " 5", "9".repeat(30), "1,2"];
-    const paths = ["/v1/users/me/sources", `/v1/sources/${echo.id}/event_summaries`, `/v1/sources/${echo.id}/logs`, "/v1/users/me/api_keys"];
+    const paths = [
+      "/v1/users/me/sources",
+      `/v1/sources/${echo.id}/event_summaries`,
+      `/v1/sources/${echo.id}/logs`,
+      "/v1/users/me/api_keys",
+    ];
     for (const path of paths) {
       for (const value of bad) {
         const r = await admin.get(`${path}?limit=${encodeURIComponent(value)}`);
@@ -122,7 +139,12 @@ describe("abuse: hostile requests (real server)", function () {
     for (const value of ["Infinity", "1e400", "0"]) {
       expect((await admin.get(`/v1/sources/${echo.id}/event_summaries?n=${value}`)).status, `n=${value}`).to.equal(400);
     }
-    for (const cursor of ["x", "eyJwIjoxZTQwMH0", Buffer.from('{"p":1e400}').toString("base64url"), Buffer.from('{"p":"1"}').toString("base64url")]) {
+    for (const cursor of [
+      "x",
+      "eyJwIjoxZTQwMH0",
+      Buffer.from('{"p":1e400}').toString("base64url"),
+      Buffer.from('{"p":"1"}').toString("base64url"),
+    ]) {
       expect((await admin.get(`/v1/users/me/sources?after=${cursor}`)).status, `after=${cursor}`).to.equal(400);
     }
     await stillServing();
@@ -149,11 +171,16 @@ describe("abuse: hostile requests (real server)", function () {
   });
 
   it("answers 504 when a custom response does not come back in time", async () => {
-    const slow = endpoint(await deploy(admin, `export default {
+    const slow = endpoint(
+      await deploy(
+        admin,
+        `export default {
       name: "Slow", version: "1.0.0",
       props: { http: { type: "$.interface.http", customResponse: true } },
       async run() { await new Promise((r) => setTimeout(r, 4000)); this.http.respond({ status: 200, body: "late" }); },
-    };`));
+    };`,
+      ),
+    );
     const r = await fetch(slow.url);
     expect(r.status).to.equal(504);
     expect(((await r.json()) as { code: string }).code).to.equal("run_timeout");
@@ -175,7 +202,11 @@ describe("abuse: hostile requests (real server)", function () {
   });
 
   it("answers malformed HTTP without a crash", async () => {
-    for (const raw of ["GARBAGE\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", "POST /v1/sources HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"]) {
+    for (const raw of [
+      "GARBAGE\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+      "POST /v1/sources HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ]) {
       await new Promise<void>((resolve) => {
         const socket = net.connect(Number(new URL(server.url).port), "127.0.0.1", () => socket.end(raw));
         socket.on("error", () => resolve());
@@ -188,6 +219,10 @@ describe("abuse: hostile requests (real server)", function () {
 
   it("lost nothing it acknowledged", async () => {
     const seen = (await events(admin, echo.id)).map((e) => e.event.body?.marker).filter((m) => typeof m === "string");
-    for (const marker of acknowledged) expect(seen.filter((m) => m === marker), marker).to.have.length(1);
+    for (const marker of acknowledged)
+      expect(
+        seen.filter((m) => m === marker),
+        marker,
+      ).to.have.length(1);
   });
 });

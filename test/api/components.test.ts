@@ -88,7 +88,14 @@ export default { name: "From URL", version: "1.2.3", props: { app, http: "$.inte
     expect(r.status).to.equal(400);
     expect(r.body.code).to.equal("invalid_component");
     const paths = r.body.details.map((d: { path: string }) => d.path);
-    for (const p of ["component.name", "component.props.a.type", "component.props.b.type", "component.props.c.min", "component.props.d.secret", "component.dedupe"]) {
+    for (const p of [
+      "component.name",
+      "component.props.a.type",
+      "component.props.b.type",
+      "component.props.c.min",
+      "component.props.d.secret",
+      "component.dedupe",
+    ]) {
       expect(paths, p).to.include(p);
     }
   });
@@ -122,7 +129,14 @@ export default { name: "Typed", version: "0.0.1", props: { http: "$.interface.ht
     expect(r.status).to.equal(200);
     expect(r.body.data).to.include({ key: "http-new-requests", name: "New Requests" });
     expect(r.body.data.version).to.match(/^\d+\.\d+\.\d+$/);
-    for (const key of ["http-new-requests-custom-response", "http-new-requests-payload-only", "schedule-every-interval", "schedule-cron", "http-poll-json-url", "helper_functions-format-json"]) {
+    for (const key of [
+      "http-new-requests-custom-response",
+      "http-new-requests-payload-only",
+      "schedule-every-interval",
+      "schedule-cron",
+      "http-poll-json-url",
+      "helper_functions-format-json",
+    ]) {
       expect((await other.get(`/v1/components/registry/${key}`)).status, key).to.equal(200);
     }
     expect((await other.get("/v1/components/registry/nope-nope")).status).to.equal(404);

@@ -19,7 +19,9 @@ describe("API conventions (real server)", function () {
       const r = await server.anonymous().get("/v1/users/me");
       expect(r.status).to.equal(401);
       expect(r.body).to.include({ code: "unauthorized" });
-      expect(r.body.error).to.be.a("string").and.match(/Authorization/);
+      expect(r.body.error)
+        .to.be.a("string")
+        .and.match(/Authorization/);
       expect(r.headers.get("www-authenticate")).to.match(/^Bearer/);
     });
 
@@ -78,7 +80,7 @@ describe("API conventions (real server)", function () {
     });
 
     it("400 for malformed JSON", async () => {
-      const r = await admin.post("/v1/users/me/api_keys", "{\"name\": ", { "content-type": "application/json" });
+      const r = await admin.post("/v1/users/me/api_keys", '{"name": ', { "content-type": "application/json" });
       expect(r.status).to.equal(400);
       expect(r.body.code).to.equal("malformed_json");
     });
@@ -129,9 +131,14 @@ describe("API conventions (real server)", function () {
       const r = await server.client(u.json.api_key).get("/v1/users/me");
       expect(r.status).to.equal(200);
       expect(r.body.data).to.deep.equal({
-        id: u.json.id, username: "freebie", email: "free@example.com", orgs: [],
-        daily_compute_time_quota: 1_800_000, daily_compute_time_used: 0,
-        daily_invocations_quota: 10_000, daily_invocations_used: 0,
+        id: u.json.id,
+        username: "freebie",
+        email: "free@example.com",
+        orgs: [],
+        daily_compute_time_quota: 1_800_000,
+        daily_compute_time_used: 0,
+        daily_invocations_quota: 10_000,
+        daily_invocations_used: 0,
       });
     });
 
@@ -222,7 +229,8 @@ describe("API conventions (real server)", function () {
 
       // Walk back with `before`, starting from the last item's cursor (the last forward end_cursor).
       let lastPage = await client.get("/v1/users/me/api_keys?limit=100");
-      for (let i = 0; i < 2; i++) lastPage = await client.get(`/v1/users/me/api_keys?limit=100&after=${lastPage.body.page_info.end_cursor}`);
+      for (let i = 0; i < 2; i++)
+        lastPage = await client.get(`/v1/users/me/api_keys?limit=100&after=${lastPage.body.page_info.end_cursor}`);
       expect(lastPage.body.data).to.have.length(50);
       const backward: string[] = [lastPage.body.data[49].id];
       let before: string | null = lastPage.body.page_info.end_cursor;

@@ -53,12 +53,12 @@ describe("durability and replay (real server)", function () {
     for (const name of ["ann", "bob", "cid"]) {
       ids[name] = server.cli("admin", "user", "create", "--username", name, "--email", `${name}@example.com`).json;
     }
-    server.cli("admin", "user", "set-plan", ids.bob!.id, "--plan", "paid");
-    const org = server.cli("admin", "org", "create", "--name", "Replay Org", "--owner", ids.ann!.id).json;
-    server.cli("admin", "org", "add-member", org.id, ids.bob!.id);
-    for (let i = 0; i < 30; i++) await server.client(ids.cid!.api_key).post("/v1/users/me/api_keys", { name: `k${i}` });
-    const spare = (await server.client(ids.cid!.api_key).post("/v1/users/me/api_keys", {})).body.data;
-    await server.client(ids.cid!.api_key).delete(`/v1/users/me/api_keys/${spare.id}`);
+    server.cli("admin", "user", "set-plan", ids.bob.id, "--plan", "paid");
+    const org = server.cli("admin", "org", "create", "--name", "Replay Org", "--owner", ids.ann.id).json;
+    server.cli("admin", "org", "add-member", org.id, ids.bob.id);
+    for (let i = 0; i < 30; i++) await server.client(ids.cid.api_key).post("/v1/users/me/api_keys", { name: `k${i}` });
+    const spare = (await server.client(ids.cid.api_key).post("/v1/users/me/api_keys", {})).body.data;
+    await server.client(ids.cid.api_key).delete(`/v1/users/me/api_keys/${spare.id}`);
 
     const snapshot = async () => {
       const out: Record<string, unknown> = {};

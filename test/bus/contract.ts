@@ -42,10 +42,7 @@ class Received {
   until(check: (records: BusRecord[]) => boolean, what: string, timeoutMs = 20_000): Promise<void> {
     if (check(this.records)) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.values())}`)),
-        timeoutMs,
-      );
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.values())}`)), timeoutMs);
       this.waiters.push({
         check: () => check(this.records),
         resolve: () => {
@@ -89,7 +86,7 @@ class Calls {
   }
 
   of(key: string): string[][] {
-    return this.calls.filter((values) => values[0]!.startsWith(`${key}:`));
+    return this.calls.filter((values) => values[0].startsWith(`${key}:`));
   }
 }
 
@@ -218,7 +215,11 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
         { name: emits, partitions: 2 },
       ]);
       const received = new Received();
-      await consume(bus, { groupId: group("burst"), topics: [invocations, emits], keyed: { handler: async (records) => records.forEach((r) => received.add(r)) } });
+      await consume(bus, {
+        groupId: group("burst"),
+        topics: [invocations, emits],
+        keyed: { handler: async (records) => records.forEach((r) => received.add(r)) },
+      });
       const keys = Array.from({ length: 10 }, (_, i) => `source-${i}`);
       const perKey = 30;
       const publishes: Promise<void>[] = [];
@@ -233,7 +234,10 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       for (const [i, key] of keys.entries()) {
         const records = received.records.filter((r) => r.key === key);
         expect(new Set(records.map((r) => r.topic)), key).to.deep.equal(new Set([i % 2 === 0 ? invocations : emits]));
-        expect(records.map((r) => Number(r.value.toString().split(":")[1])), key).to.deep.equal(Array.from({ length: perKey }, (_, n) => n));
+        expect(
+          records.map((r) => Number(r.value.toString().split(":")[1])),
+          key,
+        ).to.deep.equal(Array.from({ length: perKey }, (_, n) => n));
       }
     });
 
@@ -254,7 +258,10 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       await Promise.all([consumerA.stop(), consumerB.stop()]);
       const a = new Set(byA.values());
       const b = new Set(byB.values());
-      expect([...a].filter((job) => b.has(job)), "handled by both").to.deep.equal([]);
+      expect(
+        [...a].filter((job) => b.has(job)),
+        "handled by both",
+      ).to.deep.equal([]);
       expect(all.records.length, "records handled in total").to.equal(40);
       expect(a.size, "jobs on A").to.be.greaterThan(0);
       expect(b.size, "jobs on B").to.be.greaterThan(0);
@@ -272,7 +279,10 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       await consume(bus, { groupId: group("webhooks"), topics: [emits], handler: async (r) => webhooks.add(r) });
       await consume(bus, { groupId: group("sse"), topics: [emits], handler: async (r) => sse.add(r) });
       const values = Array.from({ length: 10 }, (_, i) => `event-${i}`);
-      await bus.publish(emits, values.map((value, i) => ({ key: `k${i % 3}`, value })));
+      await bus.publish(
+        emits,
+        values.map((value, i) => ({ key: `k${i % 3}`, value })),
+      );
       await Promise.all([webhooks.count(10), sse.count(10)]);
       expect(new Set(webhooks.values())).to.deep.equal(new Set(values));
       expect(new Set(sse.values())).to.deep.equal(new Set(values));
@@ -285,10 +295,16 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       await nodeA.ensureTopics([{ name: invocations, partitions: 2 }]);
       const first = new Received();
       const consumerA = await consume(nodeA, { groupId: workers, topics: [invocations], handler: async (r) => first.add(r) });
-      await nodeA.publish(invocations, ["a", "b", "c", "d", "e"].map((value, i) => ({ key: `s${i}`, value })));
+      await nodeA.publish(
+        invocations,
+        ["a", "b", "c", "d", "e"].map((value, i) => ({ key: `s${i}`, value })),
+      );
       await first.count(5);
       await consumerA.stop();
-      await nodeA.publish(invocations, ["f", "g", "h"].map((value, i) => ({ key: `s${i}`, value })));
+      await nodeA.publish(
+        invocations,
+        ["f", "g", "h"].map((value, i) => ({ key: `s${i}`, value })),
+      );
       await nodeA.close();
 
       const nodeB = await open();
@@ -328,12 +344,12 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       const tries = attempts.get("flaky")!;
       expect(tries).to.have.length(3);
       // Backoff: each wait is at least half the capped exponential delay (20 ms, then 40 ms).
-      expect(tries[1]! - tries[0]!).to.be.at.least(10);
-      expect(tries[2]! - tries[1]!).to.be.at.least(20);
+      expect(tries[1] - tries[0]).to.be.at.least(10);
+      expect(tries[2] - tries[1]).to.be.at.least(20);
       expect(attempts.get("after")).to.have.length(1);
       const failures = logged.filter((entry) => entry.level === "error" && /failed/.test(entry.message));
       expect(failures).to.have.length(2);
-      expect((failures[0]!.error as Error).message).to.equal("receiver returned 503");
+      expect((failures[0].error as Error).message).to.equal("receiver returned 503");
     });
 
     it("redelivers a record whose handler never finished when its node went away", async () => {
@@ -367,7 +383,7 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       never.resolve();
       expect(seenByA).to.deep.equal(["job-1"]);
       expect(received.values()).to.deep.equal(["job-1", "job-2"]);
-      expect(received.records[0]!.offset).to.equal("0");
+      expect(received.records[0].offset).to.equal("0");
     });
 
     it("lets a graceful stop finish the running handler and commit it", async () => {
@@ -403,7 +419,10 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       const nodeA = await open();
       const emits = topic("durable");
       await nodeA.ensureTopics([{ name: emits, partitions: 2 }]);
-      await nodeA.publish(emits, ["e1", "e2", "e3"].map((value) => ({ key: "emitter", value })));
+      await nodeA.publish(
+        emits,
+        ["e1", "e2", "e3"].map((value) => ({ key: "emitter", value })),
+      );
       await nodeA.close();
 
       const nodeB = await open();
@@ -437,7 +456,14 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
           bus.consume({ groupId: group("both"), topics: [jobs], handler, keyed: { handler } }),
           bus.consume({ groupId: group("bound"), topics: [jobs], keyed: { handler, maxBatch: 0 } }),
         ];
-        const errors = await Promise.all(attempts.map((attempt) => attempt.then(() => undefined, (error: unknown) => error)));
+        const errors = await Promise.all(
+          attempts.map((attempt) =>
+            attempt.then(
+              () => undefined,
+              (error: unknown) => error,
+            ),
+          ),
+        );
         expect(errors[0]).to.be.instanceOf(TypeError);
         expect(errors[1]).to.be.instanceOf(TypeError);
         expect(errors[2]).to.be.instanceOf(RangeError);
@@ -453,9 +479,12 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
         const byB = new Calls();
         await consume(nodeA, { groupId: shared, topics: [work], keyed: { handler: async (records) => byA.add(records) } });
         await consume(nodeB, { groupId: shared, topics: [work], keyed: { handler: async (records) => byB.add(records) } });
-        await nodeA.publish(work, Array.from({ length: 40 }, (_, i) => ({ key: `source-${i % 20}`, value: `source-${i % 20}:${i}` })));
+        await nodeA.publish(
+          work,
+          Array.from({ length: 40 }, (_, i) => ({ key: `source-${i % 20}`, value: `source-${i % 20}:${i}` })),
+        );
         const total = (): number => byA.received.records.length + byB.received.records.length;
-        for (const deadline = Date.now() + 20_000; total() < 40 && Date.now() < deadline; ) await pause(20);
+        for (const deadline = Date.now() + 20_000; total() < 40 && Date.now() < deadline;) await pause(20);
         await pause(300);
         expect(total(), "records handled in total").to.equal(40);
         expect(byA.received.records.length, "jobs on A").to.be.greaterThan(0);
@@ -470,7 +499,12 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
         await bus.ensureTopics([{ name: emits, partitions: 1 }]);
         await bus.publish(emits, [{ key: "k", value: "old" }]);
         const calls = new Calls();
-        await consume(bus, { groupId: group("keyed-latest"), topics: [emits], fromBeginning: false, keyed: { handler: async (records) => calls.add(records) } });
+        await consume(bus, {
+          groupId: group("keyed-latest"),
+          topics: [emits],
+          fromBeginning: false,
+          keyed: { handler: async (records) => calls.add(records) },
+        });
         await bus.publish(emits, [{ key: "k", value: "new" }]);
         await calls.received.count(1);
         await pause(300);
@@ -491,7 +525,7 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
             keyed: {
               handler: async (records) => {
                 calls.add(records);
-                if (records[0]!.key === stuck) await never.promise;
+                if (records[0].key === stuck) await never.promise;
               },
             },
           });
@@ -529,7 +563,7 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
           keyed: {
             maxBatch: 7,
             handler: async (records) => {
-              const { key, partition } = records[0]!;
+              const { key, partition } = records[0];
               if (running.has(key)) overlaps.push(key);
               running.add(key);
               const now = (runningPerPartition.get(partition) ?? 0) + 1;
@@ -549,10 +583,16 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
         }
         await calls.received.count(keys.length * perKey, 60_000);
         for (const key of keys) {
-          const sequence = calls.of(key).flat().map((value) => Number(value.split(":")[1]));
+          const sequence = calls
+            .of(key)
+            .flat()
+            .map((value) => Number(value.split(":")[1]));
           expect(sequence, key).to.deep.equal(Array.from({ length: perKey }, (_, n) => n));
         }
-        expect(calls.calls.every((values) => values.length <= 7), "batches of at most maxBatch").to.equal(true);
+        expect(
+          calls.calls.every((values) => values.length <= 7),
+          "batches of at most maxBatch",
+        ).to.equal(true);
         expect(overlaps, "keys with two calls at once").to.deep.equal([]);
         expect(mostAtOnceInOnePartition, "calls running at once in one partition").to.be.greaterThan(1);
       });
@@ -571,7 +611,7 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
           keyed: {
             maxBatch: 20,
             handler: async (records) => {
-              const first = calls.of(held!).length === 0 && records[0]!.key === held;
+              const first = calls.of(held).length === 0 && records[0].key === held;
               calls.add(records);
               if (first) {
                 firstCall.resolve();
@@ -580,16 +620,16 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
             },
           },
         });
-        await bus.publish(deliveries, [{ key: held!, value: `${held}:0` }]);
+        await bus.publish(deliveries, [{ key: held, value: `${held}:0` }]);
         await firstCall.promise;
-        const rest = Array.from({ length: 50 }, (_, i) => ({ key: held!, value: `${held}:${i + 1}` }));
+        const rest = Array.from({ length: 50 }, (_, i) => ({ key: held, value: `${held}:${i + 1}` }));
         // The marker comes after the 50 in the partition: once it was handed over, all 50 were read.
-        await bus.publish(deliveries, [...rest, { key: marker!, value: `${marker}:0` }]);
+        await bus.publish(deliveries, [...rest, { key: marker, value: `${marker}:0` }]);
         await calls.received.until((records) => records.some((r) => r.key === marker), "the marker");
-        expect(calls.of(held!)).to.have.length(1);
+        expect(calls.of(held)).to.have.length(1);
         release.resolve();
         await calls.received.until((records) => records.filter((r) => r.key === held).length === 51, "all 51 records of the held key");
-        const batches = calls.of(held!);
+        const batches = calls.of(held);
         expect(batches.map((values) => values.length)).to.deep.equal([1, 20, 20, 10]);
         expect(batches.flat()).to.deep.equal(Array.from({ length: 51 }, (_, i) => `${held}:${i}`));
       });
@@ -608,7 +648,7 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
             keyed: {
               handler: async (records) => {
                 first.add(records);
-                if (records[0]!.key === "a") await never.promise;
+                if (records[0].key === "a") await never.promise;
               },
             },
           });
@@ -661,7 +701,7 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
           retry: { initialMs: 400, maxMs: 800 },
           keyed: {
             handler: async (records) => {
-              if (records[0]!.key === "flaky") {
+              if (records[0].key === "flaky") {
                 attempts.push({ values: records.map((r) => r.value.toString()), at: Date.now() });
                 if (attempts.length < 3) {
                   firstFailure.resolve();
@@ -687,10 +727,10 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
         ]);
         // The other key was handled while the flaky one waited for its retries.
         expect(calls.received.values()).to.deep.equal(["steady:0", "steady:1", "flaky:0", "flaky:1"]);
-        expect(attempts[1]!.at - attempts[0]!.at).to.be.at.least(190);
+        expect(attempts[1].at - attempts[0].at).to.be.at.least(190);
         const failures = logged.filter((entry) => entry.level === "error" && /failed/.test(entry.message));
         expect(failures).to.have.length(2);
-        expect((failures[0]!.error as Error).message).to.equal("receiver returned 503");
+        expect((failures[0].error as Error).message).to.equal("receiver returned 503");
       });
 
       it("pauses reading at maxPendingPerPartition and resumes once handlers complete", async () => {
@@ -716,7 +756,10 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
             },
           },
         });
-        await bus.publish(jobs, Array.from({ length: 30 }, (_, i) => ({ key: `k${i}`, value: `k${i}:0` })));
+        await bus.publish(
+          jobs,
+          Array.from({ length: 30 }, (_, i) => ({ key: `k${i}`, value: `k${i}:0` })),
+        );
         await calls.received.count(10);
         // Long enough for several fetches (Kafka waits up to 1 s per fetch).
         await pause(2500);
@@ -742,7 +785,7 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
           keyed: {
             handler: async (records) => {
               calls.add(records);
-              if (records[0]!.value.toString() === "a:0") {
+              if (records[0].value.toString() === "a:0") {
                 started.resolve();
                 await pause(300);
               }
@@ -794,7 +837,7 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
           );
           expect(replies.map((reply) => JSON.parse(reply.value.toString()).body)).to.deep.equal(["hello ann", "hello bob", "hello cy"]);
           expect(replies.map((reply) => reply.headers["source-id"])).to.deep.equal(["dc_0", "dc_1", "dc_2"]);
-          expect(replies[0]!.headers[replyHeaders.correlationId]).to.match(/^[0-9a-f-]{36}$/);
+          expect(replies[0].headers[replyHeaders.correlationId]).to.match(/^[0-9a-f-]{36}$/);
         } finally {
           await channel.close();
         }

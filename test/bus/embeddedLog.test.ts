@@ -20,7 +20,7 @@ async function runUntilThenKill(args: string[], line: RegExp): Promise<string> {
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`child never printed ${line}; got ${JSON.stringify(output)}`)), 15_000);
-      child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
         output += chunk;
         if (line.test(output)) {
           clearTimeout(timer);
@@ -103,7 +103,10 @@ describe("embedded bus file", function () {
     const inspect = new MessageLog(file);
     try {
       await bus.ensureTopics([{ name: "emits", partitions: 1 }]);
-      await bus.publish("emits", ["e0", "e1", "e2"].map((value) => ({ key: "emitter", value })));
+      await bus.publish(
+        "emits",
+        ["e0", "e1", "e2"].map((value) => ({ key: "emitter", value })),
+      );
       // The slow group registers its start before consuming anything, so retention waits for it.
       await bus.consume({ groupId: "sse", topics: ["emits"], handler: () => new Promise(() => {}) });
       await collect(bus, "webhooks", "emits", 3);
@@ -118,7 +121,7 @@ describe("embedded bus file", function () {
       expect(inspect.retained("emits", 0), "retained once both groups are past").to.equal(0);
       await reopened.publish("emits", [{ key: "emitter", value: "e3" }]);
       const [next] = await collect(reopened, "webhooks-2", "emits", 1);
-      expect(next!.offset).to.equal("3");
+      expect(next.offset).to.equal("3");
     } finally {
       await reopened.close();
       inspect.close();

@@ -4,15 +4,18 @@
 import { openEmbeddedBus } from "../../src/bus/embedded/index.js";
 
 const [file, mode, topic, ...rest] = process.argv.slice(2);
-const bus = await openEmbeddedBus({ file: file! });
-await bus.ensureTopics([{ name: topic!, partitions: 2 }]);
+const bus = await openEmbeddedBus({ file: file });
+await bus.ensureTopics([{ name: topic, partitions: 2 }]);
 if (mode === "publish") {
-  await bus.publish(topic!, rest.map((value) => ({ key: "emitter-1", value })));
+  await bus.publish(
+    topic,
+    rest.map((value) => ({ key: "emitter-1", value })),
+  );
   process.stdout.write("published\n");
 } else {
   await bus.consume({
-    groupId: rest[0]!,
-    topics: [topic!],
+    groupId: rest[0],
+    topics: [topic],
     handler: (record) => {
       process.stdout.write(`handling ${record.value.toString()}\n`);
       return new Promise(() => {});

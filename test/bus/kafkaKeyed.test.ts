@@ -43,7 +43,7 @@ class Member {
     this.calls.push(values);
     if (!this.hold(records)) return;
     const gate = deferred();
-    this.held.set(values[0]!, gate);
+    this.held.set(values[0], gate);
     await gate.promise;
   };
 
@@ -77,11 +77,11 @@ describe("Kafka bus keyed mode across rebalances", function () {
     });
     const admin = new kafkajs.Kafka({ brokers, clientId: `admin-${unique}`, logLevel: kafkajs.logLevel.NOTHING }).admin();
     const nodes: Bus[] = [];
-    const a = new Member((records) => records[0]!.value.toString().endsWith(":0"));
+    const a = new Member((records) => records[0].value.toString().endsWith(":0"));
     const b = new Member(() => true);
     const committed = async (partition: number): Promise<string> => {
       const [offsets] = await admin.fetchOffsets({ groupId, topics: [topic] });
-      return offsets!.partitions.find((p) => p.partition === partition)!.offset;
+      return offsets.partitions.find((p) => p.partition === partition)!.offset;
     };
     try {
       await admin.connect();
@@ -90,16 +90,19 @@ describe("Kafka bus keyed mode across rebalances", function () {
       nodes.push(nodeA, nodeB);
       await nodeA.ensureTopics([{ name: topic, partitions: 2 }]);
       await nodeA.consume({ groupId, topics: [topic], keyed: { handler: a.handler } });
-      await nodeA.publish(topic, keys.flat().map((key) => ({ key, value: `${key}:0` })));
+      await nodeA.publish(
+        topic,
+        keys.flat().map((key) => ({ key, value: `${key}:0` })),
+      );
       await until(() => a.calls.length === 4, "A's four calls");
 
       // B joins: one partition moves to B, which gets its records again from the committed offset.
       const consumerB = await nodeB.consume({ groupId, topics: [topic], keyed: { handler: b.handler } });
       await until(() => b.calls.length === 2, "B's two calls");
-      const moved = partitionForKey(b.calls[0]![0]!.split(":")[0]!, 2);
+      const moved = partitionForKey(b.calls[0][0].split(":")[0], 2);
       const kept = 1 - moved;
-      const [xMoved, yMoved] = keys[moved]!;
-      const [xKept, yKept] = keys[kept]!;
+      const [xMoved, yMoved] = keys[moved];
+      const [xKept, yKept] = keys[kept];
       expect(b.values().sort()).to.deep.equal([`${xMoved}:0`, `${yMoved}:0`].sort());
 
       // A's call on the lost partition finishes, but A no longer commits there.
@@ -128,16 +131,22 @@ describe("Kafka bus keyed mode across rebalances", function () {
       await until(() => a.values().includes(`${yMoved}:1`), `${yMoved}:1 on A after its old call`);
 
       // The kept partition was fetched again after each rebalance, but nothing was handed over twice.
-      expect(a.values().filter((value) => value === `${xKept}:0` || value === `${yKept}:0`).sort()).to.deep.equal(
-        [`${xKept}:0`, `${yKept}:0`].sort(),
-      );
+      expect(
+        a
+          .values()
+          .filter((value) => value === `${xKept}:0` || value === `${yKept}:0`)
+          .sort(),
+      ).to.deep.equal([`${xKept}:0`, `${yKept}:0`].sort());
       expect(await committed(kept), "nothing committed while the kept partition's calls run").to.equal("-1");
       a.releaseAll();
       for (const deadline = Date.now() + 10_000; Date.now() < deadline; await pause(100)) {
         if ((await committed(kept)) === "2" && (await committed(moved)) === "4") break;
       }
       expect([await committed(kept), await committed(moved)]).to.deep.equal(["2", "4"]);
-      expect(a.values().filter((value) => value.startsWith(`${xKept}:`) || value.startsWith(`${yKept}:`)), "kept partition handed over once").to.have.length(2);
+      expect(
+        a.values().filter((value) => value.startsWith(`${xKept}:`) || value.startsWith(`${yKept}:`)),
+        "kept partition handed over once",
+      ).to.have.length(2);
     } finally {
       a.releaseAll();
       b.releaseAll();

@@ -5,7 +5,7 @@ import { openKafkaBus } from "../../src/bus/kafka/index.js";
 
 const [brokers, topic, groupId] = process.argv.slice(2);
 const bus = await openKafkaBus({
-  brokers: brokers!.split(","),
+  brokers: brokers.split(","),
   clientId: "kafka-node",
   sessionTimeoutMs: 6000,
   log: (entry) => {
@@ -13,8 +13,8 @@ const bus = await openKafkaBus({
   },
 });
 await bus.consume({
-  groupId: groupId!,
-  topics: [topic!],
+  groupId: groupId,
+  topics: [topic],
   retry: { initialMs: 100, maxMs: 1000 },
   handler: async (record) => {
     const value = record.value.toString();

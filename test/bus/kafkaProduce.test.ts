@@ -53,7 +53,11 @@ describe("Kafka bus produce batching", function () {
     try {
       const topic = `t-too-large-${randomUUID().slice(0, 8)}`;
       await bus.ensureTopics([{ name: topic, partitions: 1 }]);
-      const settle = (publish: Promise<void>) => publish.then(() => "ok", (error: unknown) => error);
+      const settle = (publish: Promise<void>) =>
+        publish.then(
+          () => "ok",
+          (error: unknown) => error,
+        );
       const outcomes = await Promise.all([
         settle(bus.publish(topic, [{ key: "k", value: "before" }])),
         settle(bus.publish(topic, [{ key: "k", value: Buffer.alloc(2 * 1024 * 1024, 1) }])),

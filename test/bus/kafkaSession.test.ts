@@ -57,11 +57,11 @@ describe("Kafka bus group membership", function () {
     let output = "";
     let errors = "";
     const waiters: (() => void)[] = [];
-    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
       output += chunk;
       for (const wake of waiters.splice(0)) wake();
     });
-    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (errors += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (errors += chunk));
     const printed = async (pattern: RegExp, what: string): Promise<void> => {
       const deadline = Date.now() + 40_000;
       while (!pattern.test(output)) {

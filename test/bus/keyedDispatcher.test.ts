@@ -44,7 +44,7 @@ class Harness {
         ...keyed,
         handler: (records) => {
           const done = deferred();
-          this.calls.push({ key: records[0]!.key, offsets: records.map((r) => Number(r.offset)), done });
+          this.calls.push({ key: records[0].key, offsets: records.map((r) => Number(r.offset)), done });
           return done.promise;
         },
       },
@@ -68,7 +68,7 @@ class Harness {
 
   running(key: string): { offsets: number[]; done: ReturnType<typeof deferred> } {
     const open = this.calls.filter((call) => call.key === key);
-    return open[open.length - 1]!;
+    return open[open.length - 1];
   }
 }
 
@@ -190,11 +190,14 @@ describe("keyed dispatcher", () => {
     h.dispatcher.offer([record(3, "b")]);
     await until(() => h.callsOf("b").length === 2, "b goes on");
     await until(() => h.callsOf("a").length === 2, "a's retry");
-    expect(h.callsOf("a")).to.deep.equal([[0, 1], [0, 1]]);
+    expect(h.callsOf("a")).to.deep.equal([
+      [0, 1],
+      [0, 1],
+    ]);
     const failures = h.logged.filter((entry) => entry.level === "error");
     expect(failures).to.have.length(1);
-    expect((failures[0]!.error as Error).message).to.equal("503");
-    expect(failures[0]!.fields).to.include({ offset: "0", records: 2, key: "a", attempt: 1 });
+    expect((failures[0].error as Error).message).to.equal("503");
+    expect(failures[0].fields).to.include({ offset: "0", records: 2, key: "a", attempt: 1 });
     h.running("a").done.resolve();
     h.running("b").done.resolve();
     await until(() => h.commits.at(-1) === 4n, "commit of all");

@@ -35,8 +35,16 @@ describe("namespaced bus", () => {
   it("passes keyed mode through, with the caller's topic names on the records", async () => {
     const batches: BusRecord[][] = [];
     const underneath: BusRecord[][] = [];
-    await bus.consume({ groupId: "runners", topics: ["invocations"], keyed: { handler: async (records) => void batches.push([...records]) } });
-    await raw.consume({ groupId: "audit", topics: ["tenant-a.invocations"], keyed: { handler: async (records) => void underneath.push([...records]) } });
+    await bus.consume({
+      groupId: "runners",
+      topics: ["invocations"],
+      keyed: { handler: async (records) => void batches.push([...records]) },
+    });
+    await raw.consume({
+      groupId: "audit",
+      topics: ["tenant-a.invocations"],
+      keyed: { handler: async (records) => void underneath.push([...records]) },
+    });
     await bus.publish("invocations", [
       { key: "dc_1", value: "one" },
       { key: "dc_1", value: "two" },
@@ -54,7 +62,7 @@ describe("namespaced bus", () => {
     await bus.consume({ groupId: "dispatchers", topics: ["invocations"], handler: async (record) => void records.push(record) });
     await bus.publish("invocations", [{ key: "dc_2", value: "three" }]);
     await until(() => records.length === 1, "the record");
-    expect(records[0]!.topic).to.equal("invocations");
+    expect(records[0].topic).to.equal("invocations");
     const handler = async (): Promise<void> => {};
     const error = await bus.consume({ groupId: "both", topics: ["invocations"], handler, keyed: { handler } }).then(
       () => undefined,

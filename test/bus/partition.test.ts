@@ -25,7 +25,13 @@ describe("bus partitioning", () => {
 
   it("agrees with kafkajs's default partitioner for every key length", () => {
     const kafkajsPartition = kafkajs.Partitioners.DefaultPartitioner();
-    const partitionMetadata = Array.from({ length: 12 }, (_, partitionId) => ({ partitionId, partitionErrorCode: 0, leader: 1, replicas: [1], isr: [1] }));
+    const partitionMetadata = Array.from({ length: 12 }, (_, partitionId) => ({
+      partitionId,
+      partitionErrorCode: 0,
+      leader: 1,
+      replicas: [1],
+      isr: [1],
+    }));
     for (let i = 0; i < 500; i++) {
       const key = `source-${"x".repeat(i % 9)}${i}`;
       const expected = kafkajsPartition({ topic: "t", partitionMetadata, message: { key, value: null } });

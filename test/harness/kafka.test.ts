@@ -54,14 +54,14 @@ describe("Kafka test harness", function () {
     const exited = new Promise((resolve) => cli.once("exit", resolve));
     let output = "";
     const pid = await new Promise<number>((resolve, reject) => {
-      cli.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      cli.stdout.setEncoding("utf8").on("data", (chunk: string) => {
         output += chunk;
         const match = /broker pid: (\d+), log: (\S+)/.exec(output);
         if (match) resolve(Number(match[1]));
       });
       cli.once("exit", (code) => reject(new Error(`kafka-cli exited with ${code}: ${output}`)));
     });
-    const dir = path.dirname(/log: (\S+)/.exec(output)![1]!);
+    const dir = path.dirname(/log: (\S+)/.exec(output)![1]);
     expect(alive(pid)).to.equal(true);
     cli.kill("SIGKILL");
     await exited;

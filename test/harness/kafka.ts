@@ -91,7 +91,7 @@ async function launch(version: string, libs: string, readyTimeoutMs: number): Pr
   const logFile = path.join(dir, "broker.log");
   const serverProperties = path.join(dir, "server.properties");
   const log4jProperties = path.join(dir, "log4j.properties");
-  await writeFile(serverProperties, brokerConfig(port!, controllerPort!, path.join(dir, "data")));
+  await writeFile(serverProperties, brokerConfig(port, controllerPort, path.join(dir, "data")));
   await writeFile(log4jProperties, log4jConfig);
 
   const jvm = [
@@ -269,7 +269,15 @@ async function kafkaLibs(): Promise<{ version: string; libs: string }> {
     try {
       await run(
         "mvn",
-        ["-B", "-q", "-f", path.join(projectDir, "pom.xml"), "dependency:copy-dependencies", `-DoutputDirectory=${staging}`, "-DincludeScope=runtime"],
+        [
+          "-B",
+          "-q",
+          "-f",
+          path.join(projectDir, "pom.xml"),
+          "dependency:copy-dependencies",
+          `-DoutputDirectory=${staging}`,
+          "-DincludeScope=runtime",
+        ],
         { maxBuffer: 64 * 1024 * 1024, timeout: 10 * 60_000 },
       );
       await writeFile(path.join(staging, ".complete"), `${new Date().toISOString()}\n`);

@@ -121,13 +121,13 @@ export class TestServer {
     });
     this.#child = child;
     this.#exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
-    child.stderr!.on("data", (chunk: Buffer) => {
+    child.stderr.on("data", (chunk: Buffer) => {
       this.output += chunk.toString();
       if (process.env.HEADWATER_TEST_VERBOSE) process.stderr.write(chunk);
     });
     this.url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${this.output}`)), timeoutMs);
-      child.stdout!.on("data", (chunk: Buffer) => {
+      child.stdout.on("data", (chunk: Buffer) => {
         this.output += chunk.toString();
         // A node without the api role serves no HTTP: it says so instead, and its url stays "".
         const match = /Headwater listening on (\S+)|Headwater node running without the api role/.exec(this.output);
@@ -188,9 +188,17 @@ export interface ApiResponse<T = any> {
 }
 
 export class ApiClient {
-  constructor(readonly baseUrl: string, readonly key: string | undefined) {}
+  constructor(
+    readonly baseUrl: string,
+    readonly key: string | undefined,
+  ) {}
 
-  async request<T = any>(method: string, pathAndQuery: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+  async request<T = any>(
+    method: string,
+    pathAndQuery: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<ApiResponse<T>> {
     const init: RequestInit = {
       method,
       headers: {

@@ -94,7 +94,13 @@ describe("net: URL to checked address", () => {
     });
   }
 
-  for (const url of ["http://[fe80::1%25eth0]/", "http://[fe80::1%eth0]/", "http://[2001:db8::1]./", "http://1.2.3.4.5/", "http://08.0.0.1/"]) {
+  for (const url of [
+    "http://[fe80::1%25eth0]/",
+    "http://[fe80::1%eth0]/",
+    "http://[2001:db8::1]./",
+    "http://1.2.3.4.5/",
+    "http://08.0.0.1/",
+  ]) {
     it(`rejects ${url} as an invalid URL`, async () => {
       expect((await failure(resolveUrlAddress(url, { resolve }))).code).to.equal("INVALID_URL");
       expect(asked).to.deep.equal([]);
@@ -147,13 +153,18 @@ describe("net: outbound requests", function () {
       else if (url.pathname === "/echo") {
         let body = "";
         req.on("data", (c: Buffer) => (body += c.toString()));
-        req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ method: req.method, body, auth: req.headers.authorization ?? null })));
+        req.on("end", () =>
+          res
+            .writeHead(200, { "content-type": "application/json" })
+            .end(JSON.stringify({ method: req.method, body, auth: req.headers.authorization ?? null })),
+        );
       } else if (url.pathname === "/redirect") res.writeHead(302, { location: "/echo" }).end();
       else if (url.pathname === "/loop") res.writeHead(302, { location: "/loop" }).end();
       else if (url.pathname === "/cross") res.writeHead(307, { location: `http://localhost:${server.port}/echo` }).end();
       else if (url.pathname === "/never") {
         /* never answers */
-      } else if (url.pathname === "/declared-big") res.writeHead(200, { "content-length": String(2 * 1024 * 1024) }).end("x".repeat(2 * 1024 * 1024));
+      } else if (url.pathname === "/declared-big")
+        res.writeHead(200, { "content-length": String(2 * 1024 * 1024) }).end("x".repeat(2 * 1024 * 1024));
       else if (url.pathname === "/chunked-big") {
         res.writeHead(200);
         for (let i = 0; i < 64; i++) res.write("y".repeat(32 * 1024));
@@ -200,7 +211,10 @@ describe("net: outbound requests", function () {
       lookups++;
       return [{ address: "127.0.0.1", family: 4 }];
     };
-    const res = await outboundRequest({ url: `http://rebind.headwater.invalid:${server.port}/hello` }, { allowPrivateNetworks: true, resolve });
+    const res = await outboundRequest(
+      { url: `http://rebind.headwater.invalid:${server.port}/hello` },
+      { allowPrivateNetworks: true, resolve },
+    );
     expect(res.status).to.equal(200);
     expect(res.body.toString()).to.equal("hello");
     expect(res.remoteAddress).to.equal("127.0.0.1");
@@ -216,10 +230,16 @@ describe("net: outbound requests", function () {
 
   it("follows redirects, turning a 302 POST into a GET, and drops credentials across origins", async () => {
     const allow = { allowPrivateNetworks: true };
-    const res = await outboundRequest({ url: `${server.url}/redirect`, method: "POST", body: "data", headers: { authorization: "Bearer t" } }, allow);
+    const res = await outboundRequest(
+      { url: `${server.url}/redirect`, method: "POST", body: "data", headers: { authorization: "Bearer t" } },
+      allow,
+    );
     expect(res.redirected).to.equal(true);
     expect(JSON.parse(res.body.toString())).to.deep.equal({ method: "GET", body: "", auth: "Bearer t" });
-    const cross = await outboundRequest({ url: `${server.url}/cross`, method: "POST", body: "keep", headers: { authorization: "Bearer t" } }, allow);
+    const cross = await outboundRequest(
+      { url: `${server.url}/cross`, method: "POST", body: "keep", headers: { authorization: "Bearer t" } },
+      allow,
+    );
     expect(JSON.parse(cross.body.toString())).to.deep.equal({ method: "POST", body: "keep", auth: null });
     const err = await failure(outboundRequest({ url: `${server.url}/loop`, maxRedirects: 3 }, allow));
     expect(err.code).to.equal("TOO_MANY_REDIRECTS");

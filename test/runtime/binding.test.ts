@@ -133,7 +133,10 @@ describe("runtime: instance binding", function () {
     });
 
     it("fails the run when an uncaught db error escapes", async () => {
-      const prepared = await prepareCode(runtime, `export default { name: "d", version: "1", props: { db: "$.service.db" }, async run() { this.db.set("x", "y".repeat(70000)); } };`);
+      const prepared = await prepareCode(
+        runtime,
+        `export default { name: "d", version: "1", props: { db: "$.service.db" }, async run() { this.db.set("x", "y".repeat(70000)); } };`,
+      );
       const outcome = await runtime.invoke(invocation(prepared));
       expect(outcome.ok).to.equal(false);
       expect(outcome.error).to.include({ name: "DbLimitError", code: "LIMIT_EXCEEDED" });
@@ -160,7 +163,11 @@ describe("runtime: instance binding", function () {
         }),
         { onRespond: (response) => (early = { response, at: Date.now() }) },
       );
-      const expected = { status: 201, headers: { "x-id": "7", "content-type": "application/json; charset=utf-8" }, body: '{"got":{"a":1}}' };
+      const expected = {
+        status: 201,
+        headers: { "x-id": "7", "content-type": "application/json; charset=utf-8" },
+        body: '{"got":{"a":1}}',
+      };
       expect(outcome.response).to.deep.equal(expected);
       expect(early?.response).to.deep.equal(expected);
       // Delivered before the run's 300 ms sleep ended.
@@ -169,7 +176,9 @@ describe("runtime: instance binding", function () {
     });
 
     it("marks binary bodies as base64; an invalid respond throws with customResponse, else only warns", async () => {
-      const code = (custom: boolean) => `export default { name: "h", version: "1", props: { http: { type: "$.interface.http", customResponse: ${custom} } }, async run(event) {
+      const code = (
+        custom: boolean,
+      ) => `export default { name: "h", version: "1", props: { http: { type: "$.interface.http", customResponse: ${custom} } }, async run(event) {
           this.http.respond({ status: event.status, body: Buffer.from([0, 1, 2, 255]) });
           this.$emit({ responded: event.status });
         } };`;
@@ -178,7 +187,11 @@ describe("runtime: instance binding", function () {
       expect(good.response).to.deep.equal({ status: 200, headers: {}, body: { base64: "AAEC/w==" } });
       const bad = await runtime.invoke(invocation(custom, { event: { status: 600 } }));
       expect(bad.ok).to.equal(false);
-      expect(bad.error).to.include({ name: "RangeError", message: "http.respond: status must be from 200 to 599, got 600", code: "USER_ERROR" });
+      expect(bad.error).to.include({
+        name: "RangeError",
+        message: "http.respond: status must be from 200 to 599, got 600",
+        code: "USER_ERROR",
+      });
       expect(bad.response).to.equal(undefined);
       expect(bad.emits).to.deep.equal([]);
       // Without customResponse the request was answered when it was queued: the run goes on.
@@ -187,7 +200,9 @@ describe("runtime: instance binding", function () {
       expect(warned.ok, JSON.stringify(warned.error)).to.equal(true);
       expect(warned.response).to.equal(undefined);
       expect(warned.emits).to.deep.equal([{ event: { responded: 600 }, meta: {} }]);
-      expect(warned.logs.map((l) => [l.level, l.message])).to.deep.equal([["warn", "http.respond was ignored: http.respond: status must be from 200 to 599, got 600"]]);
+      expect(warned.logs.map((l) => [l.level, l.message])).to.deep.equal([
+        ["warn", "http.respond was ignored: http.respond: status must be from 200 to 599, got 600"],
+      ]);
     });
   });
 
@@ -232,7 +247,10 @@ describe("runtime: instance binding", function () {
     });
 
     it("caps the number of emits per invocation", async () => {
-      const prepared = await prepareCode(runtime, `export default { name: "e", version: "1", async run() { for (let i = 0; i < 1005; i++) this.$emit({ i }); } };`);
+      const prepared = await prepareCode(
+        runtime,
+        `export default { name: "e", version: "1", async run() { for (let i = 0; i < 1005; i++) this.$emit({ i }); } };`,
+      );
       const outcome = await runtime.invoke(invocation(prepared));
       expect(outcome.ok).to.equal(false);
       expect(outcome.error?.message).to.equal("$emit: at most 1000 events may be emitted per invocation");
@@ -274,7 +292,10 @@ describe("runtime: instance binding", function () {
     expect(outcome.ok).to.equal(true);
     expect(outcome.exports).to.deep.equal({ $summary: "Created 3 note(s) in inbox", url: "https://notes.test/folders/inbox" });
     expect(outcome.returnValue).to.deep.equal({ payload: [1, { two: 2 }], fromSteps: { id: "evt" } });
-    const exit = await prepareCode(runtime, `export default { name: "x", version: "1", type: "action", async run({ $ }) { $.flow.exit("nothing to do"); return 1; } };`);
+    const exit = await prepareCode(
+      runtime,
+      `export default { name: "x", version: "1", type: "action", async run({ $ }) { $.flow.exit("nothing to do"); return 1; } };`,
+    );
     const exited = await runtime.invoke(invocation(exit));
     expect(exited).to.deep.include({ ok: true, exited: { reason: "nothing to do" } });
     expect(exited.returnValue).to.equal(undefined);
@@ -298,7 +319,10 @@ describe("runtime: instance binding", function () {
     const otherSource = await runtime.invoke({ ...a, sourceId: "dc_other", event: { who: "c1" } });
     expect(otherSource.emits[0]?.event).to.deep.equal({ calls: 1, seen: ["c1"] });
     // A new component version for the same source starts clean.
-    const v2 = await prepareCode(runtime, `let calls = 100; export default { name: "w", version: "2", async run() { calls++; this.$emit({ calls }); } };`);
+    const v2 = await prepareCode(
+      runtime,
+      `let calls = 100; export default { name: "w", version: "2", async run() { calls++; this.$emit({ calls }); } };`,
+    );
     const upgraded = await runtime.invoke(invocation(v2, { ownerId: "u_a", sourceId: "dc_same" }));
     expect(upgraded.emits[0]?.event).to.deep.equal({ calls: 101 });
   });
@@ -317,7 +341,7 @@ describe("runtime: instance binding", function () {
       runtime.invoke({ ...inv, event: { n: 2 } }),
       runtime.invoke({ ...inv, sourceId: "dc_elsewhere", event: { n: 3 } }),
     ]);
-    const ev = (o: typeof a) => o.emits[0]!.event as { n: number; overlap: boolean; at: number };
+    const ev = (o: typeof a) => o.emits[0].event as { n: number; overlap: boolean; at: number };
     expect([ev(a).overlap, ev(b).overlap, ev(c).overlap]).to.deep.equal([false, false, false]);
     expect(ev(b).at - ev(a).at).to.be.greaterThanOrEqual(140);
     expect(Math.abs(ev(c).at - ev(a).at)).to.be.lessThan(140);

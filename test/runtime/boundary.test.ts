@@ -38,7 +38,10 @@ function assertWithinLimits(o: InvocationOutcome): void {
   expect(dbSize, "db size").to.be.at.most(L.maxDbBytes);
   expect(jsonDepth(JSON.stringify(o.db)), "db depth").to.be.at.most(128);
   expect(o.logs.length, "log lines").to.be.at.most(L.maxLogLines + 1);
-  expect(o.logs.reduce((n, l) => n + l.message.length, 0), "log bytes").to.be.at.most(L.maxLogBytes + 2 * L.maxLogLineChars);
+  expect(
+    o.logs.reduce((n, l) => n + l.message.length, 0),
+    "log bytes",
+  ).to.be.at.most(L.maxLogBytes + 2 * L.maxLogLineChars);
   if (o.response) {
     const body = o.response.body;
     const size = body === null ? 0 : typeof body === "string" ? Buffer.byteLength(body) : Buffer.from(body.base64, "base64").length;
@@ -250,7 +253,7 @@ describe("runtime: the sandbox boundary", function () {
       );
       expect(o.ok, JSON.stringify(o.error)).to.equal(true);
       expect(o.emits).to.have.length(1);
-      expect((o.emits[0]!.event as { results: string[] }).results).to.deep.equal([
+      expect((o.emits[0].event as { results: string[] }).results).to.deep.equal([
         "TypeError: $emit: the event is not JSON-serializable: toJSON boom",
         `EmitError: $emit: the event is ${600 * 1024 + 2} bytes of JSON, over the limit of 524288 bytes per event`,
         "TypeError: $emit: the event is not JSON-serializable: getter boom",
@@ -316,7 +319,7 @@ describe("runtime: the sandbox boundary", function () {
         [false, true, "second run fails"],
         [true, true, undefined],
       ]);
-      expect(outcomes[2]!.db).to.deep.equal({ step: 3 });
+      expect(outcomes[2].db).to.deep.equal({ step: 3 });
     });
   });
 
@@ -331,9 +334,11 @@ describe("runtime: the sandbox boundary", function () {
           this.$emit(refused);`),
       );
       expect(o.ok, JSON.stringify(o.error)).to.equal(true);
-      const refused = o.emits[0]!.event as { i: number; name: string; message: string };
+      const refused = o.emits[0].event as { i: number; name: string; message: string };
       expect(refused.name).to.equal("DbLimitError");
-      expect(refused.message).to.match(/^this\.db\.set\("k\d+"\): the source's data would be \d+ bytes, over the limit of 61440 bytes \(60 KB\) per source$/);
+      expect(refused.message).to.match(
+        /^this\.db\.set\("k\d+"\): the source's data would be \d+ bytes, over the limit of 61440 bytes \(60 KB\) per source$/,
+      );
       expect(Object.keys(o.db)).to.have.length(refused.i);
     });
 
@@ -354,11 +359,13 @@ describe("runtime: the sandbox boundary", function () {
           this.$emit({ results });`),
       );
       expect(o.ok, JSON.stringify(o.error)).to.equal(true);
-      const results = (o.emits[0]!.event as { results: string[] }).results;
+      const results = (o.emits[0].event as { results: string[] }).results;
       expect(results[0]).to.equal(`DbLimitError: this.db.set("${"k".repeat(100)}…"): the key is 2000 bytes, over the limit of 1024 bytes`);
       expect(results[1]).to.equal('DbLimitError: this.db.set("deep200"): the value is nested deeper than 128 levels');
       expect(results[2]).to.equal('DbLimitError: this.db.set("deep100k"): the value is nested deeper than 128 levels');
-      expect(results[3]).to.match(/^DbLimitError: this\.db\.set\("grows"\): the source's data would be 70007 bytes, over the limit of 61440 bytes/);
+      expect(results[3]).to.match(
+        /^DbLimitError: this\.db\.set\("grows"\): the source's data would be 70007 bytes, over the limit of 61440 bytes/,
+      );
       expect(results[4]).to.equal("ok");
       expect(o.db).to.deep.equal({ fine: { small: true } });
     });
@@ -374,9 +381,18 @@ describe("runtime: the sandbox boundary", function () {
           this.$emit(${DEEP(100_000)});`),
       );
       expect(o.ok).to.equal(false);
-      expect(o.error).to.include({ name: "EmitError", code: "LIMIT_EXCEEDED", message: "$emit: the event is nested too deeply to serialize as JSON (the limit is 128 levels)" });
+      expect(o.error).to.include({
+        name: "EmitError",
+        code: "LIMIT_EXCEEDED",
+        message: "$emit: the event is nested too deeply to serialize as JSON (the limit is 128 levels)",
+      });
       expect(o.emits.map((e) => e.event)).to.deep.equal([
-        { results: ["EmitError: $emit: the event is nested deeper than 128 levels", "EmitError: $emit: the event is nested too deeply to serialize as JSON (the limit is 128 levels)"] },
+        {
+          results: [
+            "EmitError: $emit: the event is nested deeper than 128 levels",
+            "EmitError: $emit: the event is nested too deeply to serialize as JSON (the limit is 128 levels)",
+          ],
+        },
       ]);
     });
 
@@ -402,21 +418,25 @@ describe("runtime: the sandbox boundary", function () {
           this.$emit({ results });`),
       );
       expect(o.ok, JSON.stringify(o.error)).to.equal(true);
-      expect((o.emits[1]!.event as { results: string[] }).results).to.deep.equal([
+      expect((o.emits[1].event as { results: string[] }).results).to.deep.equal([
         "TypeError: $emit: meta.name is 201 characters, over the limit of 200",
         "TypeError: $emit: meta.id is 1025 characters, over the limit of 1024",
         "TypeError: $emit: meta.id must be a string or a number, got object",
         "TypeError: $emit: meta.ts must be an integer (epoch milliseconds), got 1.5",
         "ok",
       ]);
-      expect(o.emits[0]!.meta).to.deep.equal({ id: 7, summary: "s".repeat(1024) });
+      expect(o.emits[0].meta).to.deep.equal({ id: 7, summary: "s".repeat(1024) });
     });
 
     it("a console flood of long lines is cut and truncated within the byte budget", async () => {
-      const o = await run(source(`for (let i = 0; i < 5000; i++) console.error("z".repeat(20000)); for (let i = 0; i < 100000; i++) console.log(i); this.$emit({ done: true });`));
+      const o = await run(
+        source(
+          `for (let i = 0; i < 5000; i++) console.error("z".repeat(20000)); for (let i = 0; i < 100000; i++) console.log(i); this.$emit({ done: true });`,
+        ),
+      );
       expect(o.ok, JSON.stringify(o.error)).to.equal(true);
       expect(o.emits).to.have.length(1);
-      const last = o.logs[o.logs.length - 1]!;
+      const last = o.logs[o.logs.length - 1];
       expect(last.level).to.equal("system");
       expect(last.message).to.match(/^\[log output truncated: \d+ more console line\(s\) dropped/);
       for (const line of o.logs.slice(0, -1)) expect(line.message.length).to.be.at.most(L.maxLogLineChars + 64);
@@ -435,7 +455,11 @@ describe("runtime: the sandbox boundary", function () {
         { http: { endpoint: "https://x.test/e", customResponse: true } },
       );
       expect(o.ok).to.equal(false);
-      expect(o.error).to.include({ name: "ResponseLimitError", code: "LIMIT_EXCEEDED", message: "http.respond: the body is 7340032 bytes, over the limit of 6291456 bytes" });
+      expect(o.error).to.include({
+        name: "ResponseLimitError",
+        code: "LIMIT_EXCEEDED",
+        message: "http.respond: the body is 7340032 bytes, over the limit of 6291456 bytes",
+      });
       expect(o.response).to.equal(undefined);
       expect(o.emits.map((e) => e.event)).to.deep.equal([
         { before: true },
@@ -457,7 +481,10 @@ describe("runtime: the sandbox boundary", function () {
         [`return ${DEEP(100_000)};`, /^the return value is nested too deeply or too large to serialize as JSON$/],
         [`return ${DEEP(200)};`, /^the return value is nested deeper than the limit: JSON nested deeper than 128 levels is not accepted$/],
         [`$.export("big", "e".repeat(600 * 1024)); return 1;`, /^the exports \(\$\.export\) is over the limit of 524288 bytes of JSON/],
-        [`$.export("deep", ${DEEP(100_000)}); return 1;`, /^the exports \(\$\.export\) is nested too deeply or too large to serialize as JSON$/],
+        [
+          `$.export("deep", ${DEEP(100_000)}); return 1;`,
+          /^the exports \(\$\.export\) is nested too deeply or too large to serialize as JSON$/,
+        ],
       ];
       for (const [body, message] of cases) {
         const o = await run(action(body));
@@ -492,14 +519,20 @@ describe("runtime: the sandbox boundary", function () {
     });
 
     it("an endless microtask chain is cut off by the timeout", async () => {
-      const o = await run(source(`const loop = () => { Promise.resolve().then(loop); }; loop(); await new Promise(() => {});`), { limits: { timeoutMs: 800 } });
+      const o = await run(source(`const loop = () => { Promise.resolve().then(loop); }; loop(); await new Promise(() => {});`), {
+        limits: { timeoutMs: 800 },
+      });
       expect(o.ok).to.equal(false);
       // The chain holds nothing, so it is the clock (not memory) that stops it.
       expect(o.error).to.include({ name: "TimeoutError", code: "TIMEOUT" });
     });
 
     it("a memory bomb inside toJSON while the platform serializes an emit is a memory-limit failure", async () => {
-      const o = await run(source(`this.$emit({ first: 1 }); this.$emit({ toJSON() { const a = []; for (;;) a.push(new Array(1e5).fill(Math.random())); } });`));
+      const o = await run(
+        source(
+          `this.$emit({ first: 1 }); this.$emit({ toJSON() { const a = []; for (;;) a.push(new Array(1e5).fill(Math.random())); } });`,
+        ),
+      );
       expect(o.ok).to.equal(false);
       expect(o.error).to.include({ name: "MemoryLimitError", code: "MEMORY_LIMIT" });
       expect(o.emits).to.deep.equal([{ event: { first: 1 }, meta: {} }]);
@@ -528,7 +561,7 @@ describe("runtime: the sandbox boundary", function () {
         ),
       );
       expect(o.ok, JSON.stringify(o.error)).to.equal(true);
-      const ev = o.emits[o.emits.length - 1]!.event as { chains: string[][]; prelude: string[][]; files: string[] };
+      const ev = o.emits[o.emits.length - 1].event as { chains: string[][]; prelude: string[][]; files: string[] };
       // Only the component's own sloppy functions show up; the chain ends at the first strict
       // (platform) caller, whose identity is never handed out.
       expect(ev.chains).to.deep.equal([["sloppyCallback", "(anonymous)"], [], ["sloppyCallback", "anonymous"]]);
@@ -560,10 +593,18 @@ describe("runtime: the sandbox boundary", function () {
           });`),
       );
       expect(o.ok, JSON.stringify(o.error)).to.equal(true);
-      expect(o.emits[0]!.event).to.deep.equal({
+      expect(o.emits[0].event).to.deep.equal({
         bridge: [],
         modulesFrozen: true,
-        out: { fn: "undefined", async: "promise", gen: "undefined", emit: "undefined", dbSet: "undefined", respond: "undefined", timer: "undefined" },
+        out: {
+          fn: "undefined",
+          async: "promise",
+          gen: "undefined",
+          emit: "undefined",
+          dbSet: "undefined",
+          respond: "undefined",
+          timer: "undefined",
+        },
         hostLike: [],
       });
     });
@@ -596,7 +637,7 @@ describe("runtime: the sandbox boundary", function () {
         { http },
       );
       expect(o.ok, JSON.stringify(o.error)).to.equal(true);
-      expect((o.emits[0]!.event as { results: string[] }).results).to.deep.equal([
+      expect((o.emits[0].event as { results: string[] }).results).to.deep.equal([
         'TypeError: http.respond: the value of header "x-a" contains CR, LF or NUL',
         'TypeError: http.respond: the value of header "x-a" contains CR, LF or NUL',
         'TypeError: http.respond: "bad name" is not a valid header name',
@@ -633,7 +674,10 @@ describe("runtime: the sandbox boundary", function () {
       expect(o.emits).to.deep.equal([{ event: { after: true }, meta: {} }]);
       expect(o.logs.map((l) => [l.level, l.message])).to.deep.equal([
         ["warn", 'http.respond was ignored: http.respond: the value of header "x-a" contains CR, LF or NUL'],
-        ["warn", "http.respond was ignored: http.respond: status 101 is informational (1xx) and cannot be the final response; use 200 to 599"],
+        [
+          "warn",
+          "http.respond was ignored: http.respond: status 101 is informational (1xx) and cannot be the final response; use 200 to 599",
+        ],
         ["warn", "http.respond was ignored: http.respond: the body is 7340032 bytes, over the limit of 6291456 bytes"],
       ]);
     });
@@ -648,7 +692,10 @@ describe("runtime: the process boundary (defence in depth)", function () {
   before(async () => {
     // The real worker behind a wrapper that rewrites results of sources named dc_tamper_<mode>_….
     runtime = await startRuntime({ workers: 1, workerPath: fileURLToPath(new URL("./tamperingWorker.js", import.meta.url)) });
-    prepared = await prepareCode(runtime, `export default { name: "t", version: "1", props: { db: "$.service.db" }, async run(e) { this.db.set("n", e.n ?? 0); this.$emit({ n: e.n ?? 0 }); } };`);
+    prepared = await prepareCode(
+      runtime,
+      `export default { name: "t", version: "1", props: { db: "$.service.db" }, async run(e) { this.db.set("n", e.n ?? 0); this.$emit({ n: e.n ?? 0 }); } };`,
+    );
   });
   after(async () => runtime.close());
 
@@ -714,17 +761,31 @@ describe("runtime: the process boundary (defence in depth)", function () {
       const next = async (type: string) => {
         for (let i = 0; i < 200; i++) {
           const found = replies.findIndex((m) => m["type"] === type);
-          if (found >= 0) return replies.splice(found, 1)[0]!;
+          if (found >= 0) return replies.splice(found, 1)[0];
           await new Promise((r) => setTimeout(r, 25));
         }
         throw new Error(`no ${type} message`);
       };
       child.send({ type: "init", prelude: await preludeSource(), limits: L, allowPrivateNetworks: false, maxWarmIsolates: 4 });
       await next("ready");
-      child.send({ type: "invoke", id: 7, ownerId: "u", sourceId: "s", bundleKey: "b", method: "explode", payload: "{}", db: "{}", timeoutMs: 1000, memoryMb: 64 });
+      child.send({
+        type: "invoke",
+        id: 7,
+        ownerId: "u",
+        sourceId: "s",
+        bundleKey: "b",
+        method: "explode",
+        payload: "{}",
+        db: "{}",
+        timeoutMs: 1000,
+        memoryMb: 64,
+      });
       const answer = await next("result");
       expect(answer["id"]).to.equal(7);
-      expect((answer["outcome"] as InvocationOutcome).error).to.deep.include({ code: "SANDBOX_PROTOCOL", message: "the runner process received a malformed message: unknown method" });
+      expect((answer["outcome"] as InvocationOutcome).error).to.deep.include({
+        code: "SANDBOX_PROTOCOL",
+        message: "the runner process received a malformed message: unknown method",
+      });
       child.send({ type: { deep: true } });
       child.send({ type: "invoke", id: 8, payload: { not: "text" } });
       child.send({ type: "ping", seq: 1 });

@@ -27,7 +27,14 @@ describe("runtime: component fixture corpus", function () {
 
   it("gives configurable_props in the seed's shape for every source prop type", async () => {
     const prepared = await prepareFixture(runtime, "valid/all-prop-types.source.mjs");
-    expect(prepared.meta).to.include({ name: "All prop types", key: "weather_api-all-prop-types", version: "1.0.0", type: "source", dedupe: "unique", hasRun: true });
+    expect(prepared.meta).to.include({
+      name: "All prop types",
+      key: "weather_api-all-prop-types",
+      version: "1.0.0",
+      type: "source",
+      dedupe: "unique",
+      hasRun: true,
+    });
     expect(prepared.configurableProps).to.deep.equal([
       { name: "weather", type: "app", app: "weather_api" },
       { name: "enabled", type: "boolean", label: "Enabled", default: true, optional: true },
@@ -35,7 +42,16 @@ describe("runtime: component fixture corpus", function () {
       { name: "limit", type: "integer", label: "Limit", default: 10, optional: true, min: 1, max: 50 },
       { name: "sizes", type: "integer[]", optional: true },
       { name: "token", type: "string", label: "Token", secret: true },
-      { name: "unit", type: "string", default: "C", optional: true, options: [{ label: "Celsius", value: "C" }, { label: "Fahrenheit", value: "F" }] },
+      {
+        name: "unit",
+        type: "string",
+        default: "C",
+        optional: true,
+        options: [
+          { label: "Celsius", value: "C" },
+          { label: "Fahrenheit", value: "F" },
+        ],
+      },
       { name: "tags", type: "string[]", optional: true },
       { name: "extra", type: "object", optional: true },
       { name: "city", type: "string", label: "City", description: "Where to watch", optional: true, options: ["Oslo", "Lima"] },
@@ -131,13 +147,16 @@ describe("runtime: component fixture corpus", function () {
     const code = await fixture("multi/sources/new-reading/new-reading.mjs");
     const noUrl = await prepareComponent({ code }, { runtime }).catch((e: unknown) => e);
     expect(noUrl).to.be.instanceOf(ComponentValidationError);
-    expect((noUrl as ComponentValidationError).problems[0]!.message).to.match(/needs a component_url/);
+    expect((noUrl as ComponentValidationError).problems[0].message).to.match(/needs a component_url/);
     // Loopback is private: without the opt-in the guarded client refuses it.
     const server = await serveDirectory(path.join(FIXTURES, "multi"));
     try {
-      const guarded = await prepareComponent({ code, url: `${server.url}/sources/new-reading/new-reading.mjs` }, { runtime, allowPrivateNetworks: false }).catch((e: unknown) => e);
+      const guarded = await prepareComponent(
+        { code, url: `${server.url}/sources/new-reading/new-reading.mjs` },
+        { runtime, allowPrivateNetworks: false },
+      ).catch((e: unknown) => e);
       expect(guarded).to.be.instanceOf(ComponentValidationError);
-      expect((guarded as ComponentValidationError).problems[0]!.message).to.match(/refusing to connect to 127\.0\.0\.1/);
+      expect((guarded as ComponentValidationError).problems[0].message).to.match(/refusing to connect to 127\.0\.0\.1/);
     } finally {
       await server.close();
     }
@@ -154,14 +173,16 @@ describe("runtime: component fixture corpus", function () {
       );
       expect(err, file).to.be.instanceOf(ComponentValidationError);
       const problems = (err as ComponentValidationError).problems;
-      expect(problems.map((p) => p.path).sort(), `${file}: ${JSON.stringify(problems)}`).to.deep.equal([...expected[file]!].sort());
+      expect(problems.map((p) => p.path).sort(), `${file}: ${JSON.stringify(problems)}`).to.deep.equal([...expected[file]].sort());
       for (const p of problems) expect(p.message, file).to.be.a("string").with.length.greaterThan(5);
     }
   });
 
   it("names the failure in clear words", async () => {
     const messages = async (file: string) =>
-      ((await prepareFixture(runtime, `invalid/${file}`).catch((e: unknown) => e)) as ComponentValidationError).problems.map((p) => p.message).join(" | ");
+      ((await prepareFixture(runtime, `invalid/${file}`).catch((e: unknown) => e)) as ComponentValidationError).problems
+        .map((p) => p.message)
+        .join(" | ");
     expect(await messages("requires-fs.cjs")).to.match(/imports the Node module "fs", which is not available in the sandbox/);
     expect(await messages("throws-on-load.mjs")).to.match(/threw while loading: SyntaxError/);
     expect(await messages("unknown-prop-type.mjs")).to.match(/unknown prop type "strin"/);

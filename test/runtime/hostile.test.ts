@@ -43,12 +43,15 @@ describe("runtime: hostile code", function () {
   });
 
   it("require('fs') fails the save; a dynamic require fails the run", async () => {
-    const save = await prepareCode(runtime, `const fs = require("fs"); module.exports = { name: "x", version: "1", async run() { fs.readFileSync("/etc/passwd"); } };`).catch(
-      (e: unknown) => e,
-    );
+    const save = await prepareCode(
+      runtime,
+      `const fs = require("fs"); module.exports = { name: "x", version: "1", async run() { fs.readFileSync("/etc/passwd"); } };`,
+    ).catch((e: unknown) => e);
     expect(save).to.be.instanceOf(ComponentValidationError);
-    expect((save as ComponentValidationError).problems[0]!.message).to.match(/"fs", which is not available in the sandbox/);
-    const o = await run(`const r = typeof require === "function" ? require : null; if (!r) throw new Error("no require"); r("f" + "s").readFileSync("/etc/passwd");`);
+    expect((save as ComponentValidationError).problems[0].message).to.match(/"fs", which is not available in the sandbox/);
+    const o = await run(
+      `const r = typeof require === "function" ? require : null; if (!r) throw new Error("no require"); r("f" + "s").readFileSync("/etc/passwd");`,
+    );
     expect(o.ok).to.equal(false);
     expect(o.error?.message).to.match(/not available in the sandbox|no require/);
   });
@@ -65,7 +68,14 @@ describe("runtime: hostile code", function () {
         env: typeof globalThis.process, req: typeof globalThis.require, mod: typeof globalThis.module,
       });
       this.constructor.constructor("return process")();`);
-    expect(o.emits[0]?.event).to.deep.equal({ viaThis: "undefined", sameGlobal: true, hidden: [], env: "undefined", req: "undefined", mod: "undefined" });
+    expect(o.emits[0]?.event).to.deep.equal({
+      viaThis: "undefined",
+      sameGlobal: true,
+      hidden: [],
+      env: "undefined",
+      req: "undefined",
+      mod: "undefined",
+    });
     expect(o.ok).to.equal(false);
     expect(o.error).to.include({ name: "ReferenceError", message: "process is not defined" });
   });
@@ -94,7 +104,12 @@ describe("runtime: hostile code", function () {
     }
     // Replacing built-ins the platform's code once used changes nothing any more: it uses
     // primordials captured before the component ran, and the db lives outside the isolate.
-    const breaker = await prepareCode(runtime, hostile(`this.$emit({ first: true }); Array.prototype.push = function () { throw new Error("push hijacked"); }; this.db.set("k", "v");`));
+    const breaker = await prepareCode(
+      runtime,
+      hostile(
+        `this.$emit({ first: true }); Array.prototype.push = function () { throw new Error("push hijacked"); }; this.db.set("k", "v");`,
+      ),
+    );
     const binv = invocation(breaker);
     const survived = await runtime.invoke(binv);
     expect(survived.ok, JSON.stringify(survived.error)).to.equal(true);
@@ -126,7 +141,11 @@ describe("runtime: hostile code", function () {
     expect(meanwhile.ok).to.equal(true);
     expect(meanwhileAt).to.be.lessThan(o.wallMs);
     expect(o.ok).to.equal(false);
-    expect(o.error).to.deep.include({ name: "TimeoutError", code: "TIMEOUT", message: "the invocation did not finish within 2000 ms and was stopped" });
+    expect(o.error).to.deep.include({
+      name: "TimeoutError",
+      code: "TIMEOUT",
+      message: "the invocation did not finish within 2000 ms and was stopped",
+    });
   });
 
   it("a promise that never settles is cut off by the timeout", async () => {
@@ -136,20 +155,31 @@ describe("runtime: hostile code", function () {
   });
 
   it("a memory bomb hits the memory limit; the isolate is disposed, the next run starts fresh", async () => {
-    const prepared = await prepareCode(runtime, hostile(`globalThis.runs = (globalThis.runs ?? 0) + 1; if (event.bomb) { const a = []; while (true) a.push(new Array(100000).fill(Math.random())); } this.$emit({ runs });`));
+    const prepared = await prepareCode(
+      runtime,
+      hostile(
+        `globalThis.runs = (globalThis.runs ?? 0) + 1; if (event.bomb) { const a = []; while (true) a.push(new Array(100000).fill(Math.random())); } this.$emit({ runs });`,
+      ),
+    );
     const inv = invocation(prepared);
     const warmup = await runtime.invoke({ ...inv, event: {} });
     expect(warmup.emits[0]?.event).to.deep.equal({ runs: 1 });
     const o = await runtime.invoke({ ...inv, event: { bomb: true } });
     expect(o.ok).to.equal(false);
-    expect(o.error).to.deep.include({ name: "MemoryLimitError", code: "MEMORY_LIMIT", message: "the invocation exceeded the memory limit of 64 MB and was stopped" });
+    expect(o.error).to.deep.include({
+      name: "MemoryLimitError",
+      code: "MEMORY_LIMIT",
+      message: "the invocation exceeded the memory limit of 64 MB and was stopped",
+    });
     const next = await runtime.invoke({ ...inv, event: {} });
     expect(next.warm).to.equal(false);
     expect(next.emits[0]?.event).to.deep.equal({ runs: 1 });
   });
 
   it("memory outside the JS heap is bounded too: typed arrays fail, WebAssembly is absent", async () => {
-    const typed = await run(`const bufs = []; for (let i = 0; i < 100; i++) bufs.push(new Uint8Array(50e6).fill(1)); this.$emit({ n: bufs.length });`);
+    const typed = await run(
+      `const bufs = []; for (let i = 0; i < 100; i++) bufs.push(new Uint8Array(50e6).fill(1)); this.$emit({ n: bufs.length });`,
+    );
     expect(typed.ok).to.equal(false);
     expect(typed.error?.message).to.match(/Array buffer allocation failed|memory limit/);
     const wasm = await run(`this.$emit({ wasm: typeof WebAssembly }); new WebAssembly.Memory({ initial: 1, maximum: 65536 }).grow(20000);`);
@@ -170,19 +200,27 @@ describe("runtime: hostile code", function () {
   });
 
   it("a flood of console output is truncated, and says so", async () => {
-    const o = await run(`for (let i = 0; i < 200000; i++) console.log("line " + i); console.log("y".repeat(100000)); this.$emit({ done: true });`);
+    const o = await run(
+      `for (let i = 0; i < 200000; i++) console.log("line " + i); console.log("y".repeat(100000)); this.$emit({ done: true });`,
+    );
     expect(o.ok).to.equal(true);
     expect(o.emits).to.deep.equal([{ event: { done: true }, meta: {} }]);
     expect(o.logs.length).to.equal(2001);
-    const last = o.logs[o.logs.length - 1]!;
+    const last = o.logs[o.logs.length - 1];
     expect(last.level).to.equal("system");
-    expect(last.message).to.equal("[log output truncated: 198001 more console line(s) dropped; the limit is 2000 lines and 262144 bytes per invocation]");
+    expect(last.message).to.equal(
+      "[log output truncated: 198001 more console line(s) dropped; the limit is 2000 lines and 262144 bytes per invocation]",
+    );
   });
 
   it("a component that loops while loading fails the save cleanly", async () => {
-    const err = await prepareCode(runtime, `while (true) {} export default { name: "x", version: "1", async run() {} };`).catch((e: unknown) => e);
+    const err = await prepareCode(runtime, `while (true) {} export default { name: "x", version: "1", async run() {} };`).catch(
+      (e: unknown) => e,
+    );
     expect(err).to.be.instanceOf(ComponentValidationError);
-    expect((err as ComponentValidationError).problems[0]!.message).to.match(/could not be loaded: the invocation did not finish within 1500 ms/);
+    expect((err as ComponentValidationError).problems[0].message).to.match(
+      /could not be loaded: the invocation did not finish within 1500 ms/,
+    );
   });
 
   it("a runner process that dies mid-invocation is replaced; the invocation fails clearly", async () => {
@@ -193,7 +231,11 @@ describe("runtime: hostile code", function () {
     process.kill(pid!, "SIGKILL");
     const o = await pending;
     expect(o.ok).to.equal(false);
-    expect(o.error).to.deep.include({ name: "RunnerCrashedError", code: "RUNNER_CRASHED", message: "the runner process exited unexpectedly (signal SIGKILL); the invocation was aborted" });
+    expect(o.error).to.deep.include({
+      name: "RunnerCrashedError",
+      code: "RUNNER_CRASHED",
+      message: "the runner process exited unexpectedly (signal SIGKILL); the invocation was aborted",
+    });
     await runtime.ready();
     expect(runtime.pids()[0]).to.be.a("number").and.not.equal(pid);
   });
@@ -221,7 +263,10 @@ describe("runtime: hostile code", function () {
     const fresh = await startRuntime({ workers: 1 });
     try {
       const [pid] = fresh.pids();
-      const names = (await fs.readFile(`/proc/${pid}/environ`, "utf8")).split("\0").filter(Boolean).map((kv) => kv.split("=")[0]);
+      const names = (await fs.readFile(`/proc/${pid}/environ`, "utf8"))
+        .split("\0")
+        .filter(Boolean)
+        .map((kv) => kv.split("=")[0]);
       // Only Node's own IPC channel plumbing is there.
       expect(names.sort()).to.deep.equal(["NODE_CHANNEL_FD", "NODE_CHANNEL_SERIALIZATION_MODE"]);
     } finally {

@@ -26,7 +26,10 @@ describe("runtime: reading the isolate's result", () => {
       exports: '{"$summary":"x"}',
       droppedLogLines: 0,
     });
-    const failed = readRunResult(text({ ok: false, error: { name: "TypeError", message: "m", stack: null, code: "USER_ERROR" }, droppedLogLines: 3 }), DEFAULT_LIMITS);
+    const failed = readRunResult(
+      text({ ok: false, error: { name: "TypeError", message: "m", stack: null, code: "USER_ERROR" }, droppedLogLines: 3 }),
+      DEFAULT_LIMITS,
+    );
     expect(failed).to.deep.equal({ ok: false, error: { name: "TypeError", message: "m", code: "USER_ERROR" }, droppedLogLines: 3 });
     expect(readRunResult(text({ exited: { reason: null } }), DEFAULT_LIMITS).exited).to.deep.equal({});
   });
@@ -47,20 +50,28 @@ describe("runtime: reading the isolate's result", () => {
       ["a negative count", text({ droppedLogLines: -1 })],
       ["a return value that is not JSON", text({ returnValue: "{nope" })],
       ["exports that are not an object", text({ exports: "[1]" })],
-      ["a failure with a return value", text({ ok: false, error: { name: "E", message: "m", stack: null, code: "USER_ERROR" }, returnValue: "1" })],
+      [
+        "a failure with a return value",
+        text({ ok: false, error: { name: "E", message: "m", stack: null, code: "USER_ERROR" }, returnValue: "1" }),
+      ],
       ["a nested envelope", text({ exited: { reason: { deep: [[1]] } } })],
     ];
     for (const [what, raw] of malformed) {
       const err = refusal(raw);
       expect(err.limit, what).to.equal(false);
-      expect(err.message, what).to.match(/^the sandbox returned a malformed result \(.+\); built-ins may have been replaced by the component$/);
+      expect(err.message, what).to.match(
+        /^the sandbox returned a malformed result \(.+\); built-ins may have been replaced by the component$/,
+      );
     }
   });
 
   it("refuses user values over the size or depth limit as limits", () => {
     const deep = `${"[".repeat(200)}${"]".repeat(200)}`;
     for (const [raw, message] of [
-      [text({ returnValue: JSON.stringify("x".repeat(600 * 1024)) }), /^the return value is 614402 bytes of JSON, over the limit of 524288 bytes$/],
+      [
+        text({ returnValue: JSON.stringify("x".repeat(600 * 1024)) }),
+        /^the return value is 614402 bytes of JSON, over the limit of 524288 bytes$/,
+      ],
       [text({ returnValue: deep }), /^the return value is nested deeper than the limit/],
       [text({ exports: `{"a":${deep}}` }), /^the exports \(\$\.export\) is nested deeper than the limit/],
       [JSON.stringify({ ...base, returnValue: "x".repeat(20 * 1024 * 1024) }), /^the sandbox's result is over \d+ characters$/],
@@ -72,13 +83,21 @@ describe("runtime: reading the isolate's result", () => {
   });
 
   it("reads load results: a description only when asked, LOAD_ERROR as the only code", () => {
-    expect(readLoadResult('{"ok":true,"error":null,"describe":{"exportKind":"object"}}', true)).to.deep.equal({ ok: true, describe: '{"exportKind":"object"}' });
+    expect(readLoadResult('{"ok":true,"error":null,"describe":{"exportKind":"object"}}', true)).to.deep.equal({
+      ok: true,
+      describe: '{"exportKind":"object"}',
+    });
     expect(readLoadResult('{"ok":true,"error":null,"describe":null}', false)).to.deep.equal({ ok: true });
-    expect(() => readLoadResult('{"ok":true,"error":null,"describe":null}', true)).to.throw(IsolateResultError, /the description must be an object/);
-    expect(() => readLoadResult('{"ok":false,"error":{"name":"E","message":"m","stack":null,"code":"USER_ERROR"},"describe":null}', false)).to.throw(
+    expect(() => readLoadResult('{"ok":true,"error":null,"describe":null}', true)).to.throw(
       IsolateResultError,
-      /is not one the component may report/,
+      /the description must be an object/,
     );
-    expect(() => readLoadResult(`{"ok":true,"error":null,"describe":{"a":${"[".repeat(200)}${"]".repeat(200)}}}`, true)).to.throw(IsolateResultError, /too large or too deep/);
+    expect(() =>
+      readLoadResult('{"ok":false,"error":{"name":"E","message":"m","stack":null,"code":"USER_ERROR"},"describe":null}', false),
+    ).to.throw(IsolateResultError, /is not one the component may report/);
+    expect(() => readLoadResult(`{"ok":true,"error":null,"describe":{"a":${"[".repeat(200)}${"]".repeat(200)}}}`, true)).to.throw(
+      IsolateResultError,
+      /too large or too deep/,
+    );
   });
 });

@@ -17,9 +17,19 @@ describe("runtime: modules in the sandbox", function () {
     guarded = await startRuntime({ workers: 1, allowPrivateNetworks: false });
     server = await startServer((req, res, body) => {
       if (req.url?.startsWith("/items")) {
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ items: [{ id: 1, title: "one" }, { id: 2, title: "two" }], query: req.url }));
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            items: [
+              { id: 1, title: "one" },
+              { id: 2, title: "two" },
+            ],
+            query: req.url,
+          }),
+        );
       } else if (req.url === "/echo") {
-        res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ method: req.method, body: JSON.parse(body || "null"), type: req.headers["content-type"] }));
+        res
+          .writeHead(201, { "content-type": "application/json" })
+          .end(JSON.stringify({ method: req.method, body: JSON.parse(body || "null"), type: req.headers["content-type"] }));
       } else if (req.url === "/missing") {
         res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "nope" }));
       } else if (req.url === "/big") {
@@ -39,7 +49,7 @@ describe("runtime: modules in the sandbox", function () {
     const prepared = await prepareFixture(runtime, "valid/builtins.source.mjs");
     const outcome = await runtime.invoke(invocation(prepared));
     expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
-    const e = outcome.emits[0]!.event as Record<string, unknown>;
+    const e = outcome.emits[0].event as Record<string, unknown>;
     const u = new URL("https://user:pw@example.com:8443/a/b?x=1&y=two#frag");
     u.searchParams.append("z", "3 4");
     expect(e).to.deep.include({
@@ -68,7 +78,10 @@ describe("runtime: modules in the sandbox", function () {
     expect(outcome.emits).to.deep.equal([
       { event: { id: 1, title: "one" }, meta: { id: 1, summary: "one" } },
       { event: { id: 2, title: "two" }, meta: { id: 2, summary: "two" } },
-      { event: { status: 201, echoed: { method: "POST", body: { hello: "world" }, type: "application/json" }, interval: 900 }, meta: { name: "meta" } },
+      {
+        event: { status: 201, echoed: { method: "POST", body: { hello: "world" }, type: "application/json" }, interval: 900 },
+        meta: { name: "meta" },
+      },
     ]);
     expect(server.requests.some((r) => r.url === "/items?page=1")).to.equal(true);
     const bad = await runtime.invoke(invocation(prepared, { props: { baseUrl: "ftp://x" } }));
@@ -92,7 +105,7 @@ describe("runtime: modules in the sandbox", function () {
     );
     const outcome = await runtime.invoke(invocation(prepared, { props: { base: server.url } }));
     expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
-    expect(outcome.emits[0]!.event).to.deep.equal({
+    expect(outcome.emits[0].event).to.deep.equal({
       items: 2,
       query: "/items?q=a+b",
       notFound: { isAxiosError: true, status: 404, data: { error: "nope" }, message: "Request failed with status code 404" },
@@ -114,9 +127,11 @@ describe("runtime: modules in the sandbox", function () {
     );
     const before = server.requests.length;
     const outcome = await guarded.invoke(
-      invocation(prepared, { props: { targets: [server.url + "/items", "http://169.254.169.254/latest/meta-data/", "http://[::1]:9/", "http://10.0.0.1/"] } }),
+      invocation(prepared, {
+        props: { targets: [server.url + "/items", "http://169.254.169.254/latest/meta-data/", "http://[::1]:9/", "http://10.0.0.1/"] },
+      }),
     );
-    const lines = outcome.emits[0]!.event as string[];
+    const lines = outcome.emits[0].event as string[];
     expect(lines).to.have.length(4);
     for (const line of lines) expect(line).to.match(/^ERR_NETWORK: refusing to connect to /);
     expect(lines[1]).to.match(/169\.254\.169\.254/);
@@ -124,7 +139,11 @@ describe("runtime: modules in the sandbox", function () {
   });
 
   it("applies response size limits and timeouts to component HTTP", async () => {
-    const limited = await startRuntime({ workers: 1, allowPrivateNetworks: true, limits: { httpMaxResponseBytes: 1024, httpTimeoutMs: 500 } });
+    const limited = await startRuntime({
+      workers: 1,
+      allowPrivateNetworks: true,
+      limits: { httpMaxResponseBytes: 1024, httpTimeoutMs: 500 },
+    });
     try {
       const prepared = await prepareCode(
         limited,
@@ -136,7 +155,7 @@ describe("runtime: modules in the sandbox", function () {
          } };`,
       );
       const outcome = await limited.invoke(invocation(prepared, { props: { base: server.url } }));
-      expect(outcome.emits[0]!.event).to.deep.equal({
+      expect(outcome.emits[0].event).to.deep.equal({
         "/big": "ERR_NETWORK: response from 127.0.0.1:" + new URL(server.url).port + " is larger than 1024 bytes",
         "/slow": "ECONNABORTED: request to 127.0.0.1:" + new URL(server.url).port + " timed out after 500 ms",
       });
@@ -181,7 +200,7 @@ describe("runtime: modules in the sandbox", function () {
        } };`,
     );
     const outcome = await runtime.invoke(invocation(prepared));
-    expect(outcome.emits[0]!.event).to.deep.equal({
+    expect(outcome.emits[0].event).to.deep.equal({
       hash: crypto.createHash("sha1").update("x").digest("hex"),
       fs: 'require("fs"): this module is not available in the sandbox (only modules imported by name in the code are bundled)',
     });

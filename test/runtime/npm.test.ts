@@ -29,16 +29,23 @@ describe("runtime: npm packages", function () {
     const outcome = await runtime.invoke(invocation(prepared, { event: { a: { b: { c: 42 } } } }));
     expect(outcome.emits[0]?.event).to.deep.equal({ v: 42 });
     // Stored under the package's integrity, indexed by version.
-    const index = JSON.parse(await fs.readFile(path.join(cacheDir, "npm", "index", "lodash.get.json"), "utf8")) as { versions: Record<string, string> };
-    const key = index.versions["4.4.2"]!;
+    const index = JSON.parse(await fs.readFile(path.join(cacheDir, "npm", "index", "lodash.get.json"), "utf8")) as {
+      versions: Record<string, string>;
+    };
+    const key = index.versions["4.4.2"];
     expect(key).to.match(/^sha512-[0-9a-f]{128}$/);
-    const manifest = JSON.parse(await fs.readFile(path.join(cacheDir, "npm", "store", key, "headwater-package.json"), "utf8")) as { name: string; version: string };
+    const manifest = JSON.parse(await fs.readFile(path.join(cacheDir, "npm", "store", key, "headwater-package.json"), "utf8")) as {
+      name: string;
+      version: string;
+    };
     expect(manifest).to.include({ name: "lodash.get", version: "4.4.2" });
   });
 
   it("resolves a range (require('uuid@^9')) to the newest matching version", async () => {
     const prepared = await prepareComponent(
-      { code: `const { v4, validate } = require("uuid@^9"); module.exports = { name: "range", version: "1", async run() { const id = v4(); this.$emit({ id, valid: validate(id) }); } };` },
+      {
+        code: `const { v4, validate } = require("uuid@^9"); module.exports = { name: "range", version: "1", async run() { const id = v4(); this.$emit({ id, valid: validate(id) }); } };`,
+      },
       { runtime },
     );
     const uuid = prepared.packages.find((p) => p.name === "uuid");
@@ -50,15 +57,19 @@ describe("runtime: npm packages", function () {
 
   it("bundles a scoped package with its dependencies", async () => {
     const prepared = await prepareComponent(
-      { code: `import slugify from "@sindresorhus/slugify@2.2.1"; export default { name: "scoped", version: "1", async run(e) { this.$emit({ slug: slugify(e.title) }); } };` },
+      {
+        code: `import slugify from "@sindresorhus/slugify@2.2.1"; export default { name: "scoped", version: "1", async run(e) { this.$emit({ slug: slugify(e.title) }); } };`,
+      },
       { runtime },
     );
     expect(prepared.packages).to.deep.equal([{ name: "@sindresorhus/slugify", version: "2.2.1" }]);
     const title = "Déjà Vu in Zürich!";
     const outcome = await runtime.invoke(invocation(prepared, { event: { title } }));
     // The same package run by Node itself, from the cache, gives the reference answer.
-    const index = JSON.parse(await fs.readFile(path.join(cacheDir, "npm", "index", encodeURIComponent("@sindresorhus/slugify") + ".json"), "utf8")) as { versions: Record<string, string> };
-    const entry = path.join(cacheDir, "npm", "store", index.versions["2.2.1"]!, "node_modules", "@sindresorhus", "slugify", "index.js");
+    const index = JSON.parse(
+      await fs.readFile(path.join(cacheDir, "npm", "index", encodeURIComponent("@sindresorhus/slugify") + ".json"), "utf8"),
+    ) as { versions: Record<string, string> };
+    const entry = path.join(cacheDir, "npm", "store", index.versions["2.2.1"], "node_modules", "@sindresorhus", "slugify", "index.js");
     const nodeSlugify = ((await import(pathToFileURL(entry).href)) as { default: (s: string) => string }).default;
     expect(outcome.emits[0]?.event).to.deep.equal({ slug: nodeSlugify(title) });
     expect(nodeSlugify(title)).to.match(/^deja-vu-in-z/);
@@ -66,19 +77,21 @@ describe("runtime: npm packages", function () {
 
   it("fails the save with a clear error for a package that does not exist", async () => {
     const name = "headwater-no-such-package-7c1e9b2f";
-    const err = await prepareComponent({ code: `import x from "${name}@1.0.0"; export default { name: "m", version: "1", async run() { x(); } };` }, { runtime }).catch(
-      (e: unknown) => e,
-    );
+    const err = await prepareComponent(
+      { code: `import x from "${name}@1.0.0"; export default { name: "m", version: "1", async run() { x(); } };` },
+      { runtime },
+    ).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(ComponentValidationError);
-    const message = (err as ComponentValidationError).problems[0]!.message;
+    const message = (err as ComponentValidationError).problems[0].message;
     expect(message).to.include(`npm package "${name}@1.0.0" could not be installed`);
     expect(message).to.match(/not found|404/i);
   });
 
   it("fails the save naming a package that needs Node modules the sandbox lacks", async () => {
-    const err = await prepareComponent({ code: `import fse from "fs-extra@11.2.0"; export default { name: "f", version: "1", async run() { fse.readJsonSync("/x"); } };` }, { runtime }).catch(
-      (e: unknown) => e,
-    );
+    const err = await prepareComponent(
+      { code: `import fse from "fs-extra@11.2.0"; export default { name: "f", version: "1", async run() { fse.readJsonSync("/x"); } };` },
+      { runtime },
+    ).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(ComponentValidationError);
     const messages = (err as ComponentValidationError).problems.map((p) => p.message).join(" | ");
     expect(messages).to.match(/npm package "(fs-extra|graceful-fs)" imports the Node module "\w+", which is not available in the sandbox/);
@@ -90,12 +103,15 @@ describe("runtime: npm packages", function () {
     const emptyCache = await tempDir("npm-empty");
     const miss = await prepareComponent({ code: PINNED }, { ...offline, cacheDir: emptyCache }).catch((e: unknown) => e);
     expect(miss).to.be.instanceOf(ComponentValidationError);
-    expect((miss as ComponentValidationError).problems[0]!.message).to.include('npm package "lodash.get@4.4.2" could not be installed');
+    expect((miss as ComponentValidationError).problems[0].message).to.include('npm package "lodash.get@4.4.2" could not be installed');
     // The warm cache serves the pinned version and the ranges without the registry.
     const first = await prepareComponent({ code: PINNED }, { runtime });
     const again = await prepareComponent({ code: PINNED }, offline);
     expect(again.bundle).to.equal(first.bundle);
-    const range = await prepareComponent({ code: `import { v4 } from "uuid@^9"; export default { name: "r", version: "1", async run() { this.$emit({ id: v4() }); } };` }, offline);
+    const range = await prepareComponent(
+      { code: `import { v4 } from "uuid@^9"; export default { name: "r", version: "1", async run() { this.$emit({ id: v4() }); } };` },
+      offline,
+    );
     expect(range.packages[0]?.name).to.equal("uuid");
     const outcome = await runtime.invoke(invocation(again, { event: { a: { b: { c: "offline" } } } }));
     expect(outcome.emits[0]?.event).to.deep.equal({ v: "offline" });

@@ -64,7 +64,9 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startServer(handler: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void): Promise<TestServer> {
+export async function startServer(
+  handler: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void,
+): Promise<TestServer> {
   const requests: TestServer["requests"] = [];
   const server = http.createServer((req, res) => {
     let body = "";

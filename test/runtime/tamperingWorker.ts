@@ -27,7 +27,16 @@ function rewrite(msg: Msg, mode: string): void {
       return;
     }
     case "bigemit":
-      realSend({ ...msg, outcome: { ...outcome, emits: [{ event: JSON.stringify({ ok: 1 }), meta: {} }, { event: JSON.stringify({ x: "x".repeat(600 * 1024) }), meta: {} }] } });
+      realSend({
+        ...msg,
+        outcome: {
+          ...outcome,
+          emits: [
+            { event: JSON.stringify({ ok: 1 }), meta: {} },
+            { event: JSON.stringify({ x: "x".repeat(600 * 1024) }), meta: {} },
+          ],
+        },
+      });
       return;
     case "deepemit":
       realSend({ ...msg, outcome: { ...outcome, emits: [{ event: `${"[".repeat(100_000)}${"]".repeat(100_000)}`, meta: {} }] } });

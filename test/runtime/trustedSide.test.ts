@@ -33,7 +33,14 @@ interface Run {
 async function subverted(body: string, db = "{}"): Promise<Run> {
   const slot = new IsolateSlot("k", `b${Math.random()}`, 64, { limits: DEFAULT_LIMITS, allowPrivateNetworks: false, prelude: SUBVERTED });
   const responses: HttpResponse[] = [];
-  const rec = new InvocationRecord(1, Date.now() + 5000, db, DEFAULT_LIMITS.maxDbBytes, () => {}, (r) => responses.push(r));
+  const rec = new InvocationRecord(
+    1,
+    Date.now() + 5000,
+    db,
+    DEFAULT_LIMITS.maxDbBytes,
+    () => {},
+    (r) => responses.push(r),
+  );
   slot.current = rec;
   try {
     await slot.init("/* no component */", false);
@@ -59,7 +66,11 @@ describe("runtime: trusted side against a subverted isolate", function () {
     const cases: [string, string, RegExp][] = [
       ["an object instead of JSON text", `B.emit({ a: 1 });`, /^\$emit: the event did not arrive as JSON text/],
       ["JSON text that is not JSON", `B.emit('{"a":');`, /^\$emit: the event is not valid JSON text/],
-      ["over 512 KB", `B.emit(JSON.stringify("x".repeat(600 * 1024)));`, /^\$emit: an event is 614402 bytes of JSON, over the limit of 524288 bytes per event$/],
+      [
+        "over 512 KB",
+        `B.emit(JSON.stringify("x".repeat(600 * 1024)));`,
+        /^\$emit: an event is 614402 bytes of JSON, over the limit of 524288 bytes per event$/,
+      ],
       ["nested 200 levels", `B.emit("[".repeat(200) + "]".repeat(200));`, /^\$emit: an event is nested deeper than 128 levels$/],
       ["a long meta name", `B.emit("1", undefined, "n".repeat(300));`, /^\$emit: meta\.name is 300 characters, over the limit of 200$/],
       ["an object id", `B.emit("1", { id: 1 });`, /^\$emit: meta\.id must be a string or a number, got object$/],
@@ -69,11 +80,17 @@ describe("runtime: trusted side against a subverted isolate", function () {
       const r = await subverted(`B.emit('{"first":1}', "id1", undefined, "s".repeat(5000)); ${bad} B.emit('{"after":1}');`);
       expect(r.rec.emits, what).to.deep.equal([{ event: '{"first":1}', meta: { id: "id1", summary: "s".repeat(1024) } }]);
       expect(r.rec.violation?.message, what).to.match(message);
-      expect(r.rec.violation?.code, what).to.equal(/did not arrive|not valid JSON/.test(String(message)) ? "SANDBOX_CORRUPTED" : "LIMIT_EXCEEDED");
+      expect(r.rec.violation?.code, what).to.equal(
+        /did not arrive|not valid JSON/.test(String(message)) ? "SANDBOX_CORRUPTED" : "LIMIT_EXCEEDED",
+      );
     }
     const many = await subverted(`for (let i = 0; i < 1100; i++) B.emit(String(i));`);
     expect(many.rec.emits).to.have.length(1000);
-    expect(many.rec.violation).to.deep.equal({ name: "LimitExceededError", code: "LIMIT_EXCEEDED", message: "$emit: more than 1000 events were emitted; the limit is 1000 per invocation" });
+    expect(many.rec.violation).to.deep.equal({
+      name: "LimitExceededError",
+      code: "LIMIT_EXCEEDED",
+      message: "$emit: more than 1000 events were emitted; the limit is 1000 per invocation",
+    });
   });
 
   it("db.set: every write is checked where the isolate cannot reach; the snapshot is built there", async () => {
@@ -86,11 +103,17 @@ describe("runtime: trusted side against a subverted isolate", function () {
     );
     expect(returned(r)).to.deep.equal([
       { name: "TypeError", message: "this.db.set: the key must be a string, got number" },
-      { name: "DbLimitError", message: `this.db.set(${JSON.stringify(`${"k".repeat(100)}…`)}): the key is 1025 bytes, over the limit of 1024 bytes` },
+      {
+        name: "DbLimitError",
+        message: `this.db.set(${JSON.stringify(`${"k".repeat(100)}…`)}): the key is 1025 bytes, over the limit of 1024 bytes`,
+      },
       { name: "DbLimitError", message: 'this.db.set("deep"): the value is nested deeper than 128 levels' },
       { name: "TypeError", message: 'this.db.set("bad"): the value is not valid JSON text' },
       { name: "TypeError", message: 'this.db.set("obj"): the value must arrive as JSON text' },
-      { name: "DbLimitError", message: `this.db.set("big"): the source's data would be ${3 + 102 + 3 + 61402} bytes, over the limit of 61440 bytes (60 KB) per source` },
+      {
+        name: "DbLimitError",
+        message: `this.db.set("big"): the source's data would be ${3 + 102 + 3 + 61402} bytes, over the limit of 61440 bytes (60 KB) per source`,
+      },
       null,
       null,
     ]);
@@ -101,20 +124,34 @@ describe("runtime: trusted side against a subverted isolate", function () {
   it("respond: a malformed or oversized response is refused and fails the run; a valid one is delivered", async () => {
     const cases: [string, string, RegExp][] = [
       ["a 101", `B.respond(101, "{}", "empty", null);`, /informational \(1xx\)/],
-      ["CR LF in a header", `B.respond(200, JSON.stringify({ "x-a": "1\\r\\nSet-Cookie: a=b" }), "empty", null);`, /contains CR, LF or NUL/],
+      [
+        "CR LF in a header",
+        `B.respond(200, JSON.stringify({ "x-a": "1\\r\\nSet-Cookie: a=b" }), "empty", null);`,
+        /contains CR, LF or NUL/,
+      ],
       ["an invalid header name", `B.respond(200, JSON.stringify({ "a b": "1" }), "empty", null);`, /is not a valid header name/],
       ["nested headers", `B.respond(200, JSON.stringify({ a: { b: { c: 1 } } }), "empty", null);`, /the headers are not acceptable/],
       ["an unknown body kind", `B.respond(200, "{}", "file", "/etc/passwd");`, /the response arrived malformed/],
-      ["a body over 6 MB", `B.respond(200, "{}", "text", "b".repeat(7 * 1024 * 1024));`, /the body is 7340032 bytes, over the limit of 6291456 bytes/],
+      [
+        "a body over 6 MB",
+        `B.respond(200, "{}", "text", "b".repeat(7 * 1024 * 1024));`,
+        /the body is 7340032 bytes, over the limit of 6291456 bytes/,
+      ],
       ["bytes over 6 MB", `B.respond(200, "{}", "bytes", new Uint8Array(7 * 1024 * 1024));`, /the body is 7340032 bytes/],
-      ["a JSON body nested 200 levels", `B.respond(200, "{}", "json", "[".repeat(200) + "]".repeat(200));`, /nested deeper than 128 levels/],
+      [
+        "a JSON body nested 200 levels",
+        `B.respond(200, "{}", "json", "[".repeat(200) + "]".repeat(200));`,
+        /nested deeper than 128 levels/,
+      ],
     ];
     for (const [what, bad, message] of cases) {
       const r = await subverted(bad);
       expect(r.responses, what).to.deep.equal([]);
       expect(r.rec.violation?.message, what).to.match(message);
     }
-    const ok = await subverted(`B.respond(200, JSON.stringify({ "X-A": ["1", 2] }), "bytes", new Uint8Array([0, 255])); B.respond(500, "{}", "text", "second");`);
+    const ok = await subverted(
+      `B.respond(200, JSON.stringify({ "X-A": ["1", 2] }), "bytes", new Uint8Array([0, 255])); B.respond(500, "{}", "text", "second");`,
+    );
     expect(ok.responses).to.deep.equal([{ status: 200, headers: { "x-a": ["1", "2"] }, body: { base64: "AP8=" } }]);
     expect(ok.rec.violation).to.equal(undefined);
   });

@@ -46,7 +46,11 @@ describe("scale: test modes", function () {
       expect(server.eventStoreUrl).to.match(/^postgres:\/\/.*\?schema=hw_test_[0-9a-f]{16}$/);
       expect(await logged(server, keyId)).to.equal(true);
       expect(fs.readdirSync(server.dataDir).filter((f) => f.startsWith("events.db") || f.startsWith("bus.db"))).to.deep.equal([]);
-      const admin = new kafkajs.Kafka({ clientId: "mode-test", brokers: (await sharedKafka()).brokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
+      const admin = new kafkajs.Kafka({
+        clientId: "mode-test",
+        brokers: (await sharedKafka()).brokers,
+        logLevel: kafkajs.logLevel.NOTHING,
+      }).admin();
       await admin.connect();
       try {
         const topics = await admin.listTopics();

@@ -63,16 +63,20 @@ async function runnerAssignment(cluster: Cluster, members: number): Promise<Map<
   try {
     const group = `${cluster.busNamespace}.headwater.runners`;
     const topic = `${cluster.busNamespace}.${INVOCATIONS_TOPIC}`;
-    return await eventually(async () => {
-      const [description] = (await admin.describeGroups([group])).groups;
-      if (!description || description.state !== "Stable" || description.members.length !== members) return undefined;
-      const owners = new Map<number, string>();
-      for (const member of description.members) {
-        const decoded = kafkajs.AssignerProtocol.MemberAssignment.decode(member.memberAssignment);
-        for (const partition of decoded?.assignment[topic] ?? []) owners.set(partition, member.clientId);
-      }
-      return owners.size === INVOCATION_PARTITIONS ? owners : undefined;
-    }, 60_000, `a stable runner group of ${members}`);
+    return await eventually(
+      async () => {
+        const [description] = (await admin.describeGroups([group])).groups;
+        if (!description || description.state !== "Stable" || description.members.length !== members) return undefined;
+        const owners = new Map<number, string>();
+        for (const member of description.members) {
+          const decoded = kafkajs.AssignerProtocol.MemberAssignment.decode(member.memberAssignment);
+          for (const partition of decoded?.assignment[topic] ?? []) owners.set(partition, member.clientId);
+        }
+        return owners.size === INVOCATION_PARTITIONS ? owners : undefined;
+      },
+      60_000,
+      `a stable runner group of ${members}`,
+    );
   } finally {
     await admin.disconnect();
   }
@@ -114,8 +118,8 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
       expect(keys.length, "each registry component published once").to.equal(new Set(keys).size).and.be.greaterThan(0);
       for (const k of keys) {
         const [a, b] = await Promise.all(nodes.map((n) => n.client().get(`/v1/components/registry/${k}`)));
-        expect(a!.status).to.equal(200);
-        expect(b!.body).to.deep.equal(a!.body);
+        expect(a.status).to.equal(200);
+        expect(b.body).to.deep.equal(a.body);
       }
     } finally {
       await store.close();
@@ -130,18 +134,27 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
     const saved = (await a.client().post("/v1/components", { component_code: collector })).body.data;
     const collectors: any[] = [];
     for (let i = 0; i < 8; i++) {
-      const r = await nodes[i % 2]!.client().post("/v1/sources", { component_id: saved.id, name: `collector ${i}` });
+      const r = await nodes[i % 2].client().post("/v1/sources", { component_id: saved.id, name: `collector ${i}` });
       expect(r.status, JSON.stringify(r.body)).to.equal(200);
       collectors.push(r.body.data);
     }
     const echoes: any[] = [];
     for (let i = 0; i < 4; i++) {
-      const r = await nodes[i % 2]!.client().post("/v1/sources", { component_code: echo, name: `echo ${i}`, configured_props: { secret: `s3cret-${i}` } });
+      const r = await nodes[i % 2].client().post("/v1/sources", {
+        component_code: echo,
+        name: `echo ${i}`,
+        configured_props: { secret: `s3cret-${i}` },
+      });
       expect(r.status, JSON.stringify(r.body)).to.equal(200);
       echoes.push(r.body.data);
     }
     for (const node of nodes) {
-      for (const s of [...collectors, ...echoes]) await eventually(async () => ((await node.client().get(`/v1/sources/${s.id}`)).status === 200 ? true : undefined), 10_000, `${s.id} on ${node.nodeId}`);
+      for (const s of [...collectors, ...echoes])
+        await eventually(
+          async () => ((await node.client().get(`/v1/sources/${s.id}`)).status === 200 ? true : undefined),
+          10_000,
+          `${s.id} on ${node.nodeId}`,
+        );
     }
 
     // Runs are spread by partition ownership: find who runs what.
@@ -152,12 +165,18 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
     // A custom response whose run happens on the other node still answers, with the secret opened there.
     for (const [i, s] of echoes.entries()) {
       const other = nodes.find((n) => clientId(n) !== ownerOf(s.id))!;
-      const r = await fetch(`${other.url}${endpointPath(s)}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ pid: `warm-${i}` }) });
+      const r = await fetch(`${other.url}${endpointPath(s)}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ pid: `warm-${i}` }),
+      });
       expect(r.status).to.equal(200);
       expect(await r.json()).to.deep.equal({ pid: `warm-${i}`, secret: `s3cret-${i}` });
     }
 
-    const tickerSource = (await a.client().post("/v1/sources", { component_code: ticker, name: "ticker", configured_props: { timer: { intervalSeconds: 1 } } })).body.data;
+    const tickerSource = (
+      await a.client().post("/v1/sources", { component_code: ticker, name: "ticker", configured_props: { timer: { intervalSeconds: 1 } } })
+    ).body.data;
     // The victim owns the ticker's partition: its timer runs must move to the survivor.
     const victim = nodes.find((n) => clientId(n) === ownerOf(tickerSource.id))!;
     const survivor = victim === a ? b : a;
@@ -177,7 +196,7 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
     let seq = 0;
     let echoAnswers = 0;
     const liveNodes = () => (down ? [survivor] : [...nodes]);
-    const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)];
     // Each source keeps its newest 100 events: stay under that so every acknowledged event can be checked.
     const roomy = (sources: any[]) => sources.filter((s) => (attempts.get(s.id) ?? 0) < 90);
 
@@ -187,7 +206,10 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
         const pid = `p${w}-${seq++}`;
         const kind = seq % 10 === 0 ? "deploy" : pick(["http", "http", "api", "echo"] as const);
         const pool = roomy(kind === "echo" ? echoes : collectors);
-        if (kind !== "deploy" && pool.length === 0) { await sleep(50); continue; }
+        if (kind !== "deploy" && pool.length === 0) {
+          await sleep(50);
+          continue;
+        }
         const source = pick(pool);
         try {
           if (kind === "deploy") {
@@ -196,7 +218,11 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
             else failures.push(`deploy ${r.status}`);
           } else if (kind === "http") {
             attempts.set(source.id, (attempts.get(source.id) ?? 0) + 1);
-            const r = await fetch(`${node.url}${endpointPath(source)}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ pid, via: "http" }) });
+            const r = await fetch(`${node.url}${endpointPath(source)}`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ pid, via: "http" }),
+            });
             if (r.status === 200) ack(source.id, pid);
             else failures.push(`http ${r.status}`);
           } else if (kind === "api") {
@@ -206,10 +232,15 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
             else failures.push(`api ${r.status}`);
           } else {
             attempts.set(source.id, (attempts.get(source.id) ?? 0) + 1);
-            const r = await fetch(`${node.url}${endpointPath(source)}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ pid }) });
+            const r = await fetch(`${node.url}${endpointPath(source)}`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ pid }),
+            });
             if (r.status === 200) {
               const answer = (await r.json()) as { pid: string; secret: string };
-              if (answer.pid !== pid || answer.secret !== `s3cret-${echoes.indexOf(source)}`) failures.push(`echo answered ${JSON.stringify(answer)} to ${pid}`);
+              if (answer.pid !== pid || answer.secret !== `s3cret-${echoes.indexOf(source)}`)
+                failures.push(`echo answered ${JSON.stringify(answer)} to ${pid}`);
               echoAnswers++;
               ack(source.id, pid);
             } else failures.push(`echo ${r.status}`);
@@ -226,14 +257,20 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
     await sleep(4000);
     // A burst just before the kill leaves the victim in the middle of a backlog of runs, some recorded
     // but not yet committed on the bus: those are redelivered to the survivor and must not count twice.
-    await Promise.all(Array.from({ length: 64 }, async (_, i) => {
-      const source = collectors[i % collectors.length];
-      const pid = `burst-${i}`;
-      attempts.set(source.id, (attempts.get(source.id) ?? 0) + 1);
-      const r = await fetch(`${survivor.url}${endpointPath(source)}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ pid, via: "burst" }) });
-      if (r.status === 200) ack(source.id, pid);
-      else failures.push(`burst ${r.status}`);
-    }));
+    await Promise.all(
+      Array.from({ length: 64 }, async (_, i) => {
+        const source = collectors[i % collectors.length];
+        const pid = `burst-${i}`;
+        attempts.set(source.id, (attempts.get(source.id) ?? 0) + 1);
+        const r = await fetch(`${survivor.url}${endpointPath(source)}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ pid, via: "burst" }),
+        });
+        if (r.status === 200) ack(source.id, pid);
+        else failures.push(`burst ${r.status}`);
+      }),
+    );
     await sleep(100);
     const ackedBeforeKill = [...expected.values()].reduce((n, s) => n + s.size, 0);
     const killedAt = Date.now();
@@ -252,7 +289,9 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
     expect(ackedTotal - ackedBeforeKill, "traffic after the kill").to.be.greaterThan(20);
     expect(echoAnswers).to.be.greaterThan(5);
     const unexpected = failures.filter((f) => !/ on victim: /.test(f));
-    console.log(`      ${ackedTotal} acknowledged (${ackedBeforeKill} before the kill), ${echoAnswers} custom responses, ${deployed.length} deploys, ${failures.length - unexpected.length} requests cut by the kill`);
+    console.log(
+      `      ${ackedTotal} acknowledged (${ackedBeforeKill} before the kill), ${echoAnswers} custom responses, ${deployed.length} deploys, ${failures.length - unexpected.length} requests cut by the kill`,
+    );
     expect(unexpected, "only requests to the killed node may fail").to.deep.equal([]);
 
     // Stop the timer, then read what it did.
@@ -263,44 +302,73 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
     // Every acknowledged event is on both nodes exactly once.
     for (const client of clients()) {
       for (const [sourceId, pids] of expected) {
-        await eventually(async () => {
-          const data = (await client.get(`/v1/sources/${sourceId}/event_summaries?limit=100&expand=event`)).body.data as { event: { pid: string } }[];
-          const seen = data.map((e) => e.event.pid);
-          const missing = [...pids].filter((p) => !seen.includes(p));
-          if (missing.length > 0) return undefined;
-          expect(seen.length, `${sourceId}: no event twice`).to.equal(new Set(seen).size);
-          return true;
-        }, 60_000, `every acknowledged event of ${sourceId} on ${client.baseUrl}`);
+        await eventually(
+          async () => {
+            const data = (await client.get(`/v1/sources/${sourceId}/event_summaries?limit=100&expand=event`)).body.data as {
+              event: { pid: string };
+            }[];
+            const seen = data.map((e) => e.event.pid);
+            const missing = [...pids].filter((p) => !seen.includes(p));
+            if (missing.length > 0) return undefined;
+            expect(seen.length, `${sourceId}: no event twice`).to.equal(new Set(seen).size);
+            return true;
+          },
+          60_000,
+          `every acknowledged event of ${sourceId} on ${client.baseUrl}`,
+        );
       }
       const names = (await allPages(client, "/v1/users/me/sources")).flatMap((p: any) => p.data.map((s: { id: string }) => s.id));
-      for (const id of deployed) expect(names.filter((n: string) => n === id), `deployed ${id} listed once`).to.have.length(1);
+      for (const id of deployed)
+        expect(
+          names.filter((n: string) => n === id),
+          `deployed ${id} listed once`,
+        ).to.have.length(1);
     }
 
     // Timer ticks: one per second, none lost and none doubled across the kill.
-    const ticks = (await eventually(async () => {
-      const data = (await survivor.client().get(`/v1/sources/${tickerSource.id}/event_summaries?limit=100&expand=event`)).body.data as { event: { tick: number } }[];
-      const newest = data[0]?.event.tick ?? 0;
-      return newest * 1000 >= pausedAt - 3000 ? data : undefined;
-    }, 30_000, "ticks up to the pause")).map((e) => e.event.tick).sort((x, y) => x - y);
-    console.log(`      ${ticks.length} timer ticks from ${ticks[0]} to ${ticks[ticks.length - 1]}; kill at ${Math.floor(killedAt / 1000)}, restart at ${Math.floor(restartedAt / 1000)}`);
+    const ticks = (
+      await eventually(
+        async () => {
+          const data = (await survivor.client().get(`/v1/sources/${tickerSource.id}/event_summaries?limit=100&expand=event`)).body.data as {
+            event: { tick: number };
+          }[];
+          const newest = data[0]?.event.tick ?? 0;
+          return newest * 1000 >= pausedAt - 3000 ? data : undefined;
+        },
+        30_000,
+        "ticks up to the pause",
+      )
+    )
+      .map((e) => e.event.tick)
+      .sort((x, y) => x - y);
+    console.log(
+      `      ${ticks.length} timer ticks from ${ticks[0]} to ${ticks[ticks.length - 1]}; kill at ${Math.floor(killedAt / 1000)}, restart at ${Math.floor(restartedAt / 1000)}`,
+    );
     expect(ticks.length, "no tick twice").to.equal(new Set(ticks).size);
-    const gaps = ticks.slice(1).map((t, i) => t - ticks[i]!).filter((d) => d !== 1);
+    const gaps = ticks
+      .slice(1)
+      .map((t, i) => t - ticks[i])
+      .filter((d) => d !== 1);
     expect(gaps, `ticks one second apart: ${ticks.join(",")}`).to.deep.equal([]);
-    expect(ticks[0]! * 1000, "ticking before the kill").to.be.lessThan(killedAt);
-    expect(ticks[ticks.length - 1]! * 1000, "ticking after the restart").to.be.greaterThan(restartedAt);
+    expect(ticks[0] * 1000, "ticking before the kill").to.be.lessThan(killedAt);
+    expect(ticks[ticks.length - 1] * 1000, "ticking after the restart").to.be.greaterThan(restartedAt);
 
     // Retention on both projector nodes: a source past its kept window, written through both.
     const bulky = (await a.client().post("/v1/sources", { component_code: many, name: "bulky" })).body.data;
     for (let n = 0; n < 16; n++) {
-      const r = await nodes[n % 2]!.client().post(`/v1/sources/${bulky.id}/run`, { event: { n, count: 10 } });
+      const r = await nodes[n % 2].client().post(`/v1/sources/${bulky.id}/run`, { event: { n, count: 10 } });
       expect(r.status, JSON.stringify(r.body)).to.equal(200);
     }
     const store = await openEventStore(cluster.eventStore);
     try {
-      await eventually(async () => {
-        const kept = (await store.readStream(`emitter-${bulky.id}`)).filter((e) => e.type === "EventEmitted");
-        return kept.length === 100 ? true : undefined;
-      }, 20_000, "the log truncated to the kept window");
+      await eventually(
+        async () => {
+          const kept = (await store.readStream(`emitter-${bulky.id}`)).filter((e) => e.type === "EventEmitted");
+          return kept.length === 100 ? true : undefined;
+        },
+        20_000,
+        "the log truncated to the kept window",
+      );
     } finally {
       await store.close();
     }
@@ -313,10 +381,14 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
       for (const id of ids) events[id] = (await client.get(`/v1/sources/${id}/event_summaries?limit=100&expand=event`)).body;
       return { sources, events, me: (await client.get("/v1/users/me")).body };
     };
-    const [first, second] = await eventually(async () => {
-      const pair = await Promise.all(clients().map(snapshot));
-      return JSON.stringify(pair[0]) === JSON.stringify(pair[1]) ? pair : undefined;
-    }, 30_000, "identical listings on both nodes").catch(async () => Promise.all(clients().map(snapshot)));
+    const [first, second] = await eventually(
+      async () => {
+        const pair = await Promise.all(clients().map(snapshot));
+        return JSON.stringify(pair[0]) === JSON.stringify(pair[1]) ? pair : undefined;
+      },
+      30_000,
+      "identical listings on both nodes",
+    ).catch(async () => Promise.all(clients().map(snapshot)));
     expect(second).to.deep.equal(first);
   });
 });

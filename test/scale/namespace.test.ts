@@ -19,17 +19,20 @@ describe("scale: bus namespaces on one Kafka cluster", function () {
     const two = await open(`kafka://${brokers.join(",")}/?namespace=${ns2}`);
     try {
       const seen: Record<string, BusRecord[]> = { one: [], two: [] };
-      for (const [name, bus] of [["one", one], ["two", two]] as const) {
+      for (const [name, bus] of [
+        ["one", one],
+        ["two", two],
+      ] as const) {
         await bus.ensureTopics([{ name: "work", partitions: 2 }]);
-        await bus.consume({ groupId: "workers", topics: ["work"], handler: async (r) => void seen[name]!.push(r) });
+        await bus.consume({ groupId: "workers", topics: ["work"], handler: async (r) => void seen[name].push(r) });
       }
       await one.publish("work", [{ key: "k", value: "for one" }]);
       await two.publish("work", [{ key: "k", value: "for two" }]);
       const deadline = Date.now() + 30_000;
-      while ((seen.one!.length < 1 || seen.two!.length < 1) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while ((seen.one.length < 1 || seen.two.length < 1) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       await new Promise((r) => setTimeout(r, 500)); // a leak across namespaces would show up by now
-      expect(seen.one!.map((r) => [r.topic, r.value.toString()])).to.deep.equal([["work", "for one"]]);
-      expect(seen.two!.map((r) => [r.topic, r.value.toString()])).to.deep.equal([["work", "for two"]]);
+      expect(seen.one.map((r) => [r.topic, r.value.toString()])).to.deep.equal([["work", "for one"]]);
+      expect(seen.two.map((r) => [r.topic, r.value.toString()])).to.deep.equal([["work", "for two"]]);
     } finally {
       await Promise.all([one.close(), two.close()]);
     }

@@ -55,7 +55,10 @@ describe("sources: emits, dedupe and the events API (real server)", function () 
     await run(id, [e("a"), e("b"), e("a")]);
     await run(id, [e("b"), e("c")]);
     expect((await listed(id)).map((x) => x.event).reverse()).to.deep.equal(["a", "b", "c"]);
-    await run(id, Array.from({ length: 100 }, (_, i) => e(`n${i}`)));
+    await run(
+      id,
+      Array.from({ length: 100 }, (_, i) => e(`n${i}`)),
+    );
     await run(id, [e("a"), e("n99")]);
     const events = (await listed(id)).map((x) => x.event);
     expect(events[0], "a left the 100-id cache and is emitted again").to.equal("a");
@@ -81,7 +84,12 @@ describe("sources: emits, dedupe and the events API (real server)", function () 
     // Emitted out of order with ts: ordered by ts, and the newest (t3) becomes the cached id.
     await run(id, [e("t3", "t3", { ts: 3000 }), e("t1", "t1", { ts: 1000 }), e("t2", "t2", { ts: 2000 })]);
     await run(id, [e("t2", "t2", { ts: 2000 }), e("t3", "t3", { ts: 3000 }), e("t4", "t4", { ts: 4000 })]);
-    expect((await listed(id)).map((x) => x.event).slice(0, 4).reverse()).to.deep.equal(["t1", "t2", "t3", "t4"]);
+    expect(
+      (await listed(id))
+        .map((x) => x.event)
+        .slice(0, 4)
+        .reverse(),
+    ).to.deep.equal(["t1", "t2", "t3", "t4"]);
   });
 
   it("an emit without id under a dedupe strategy is emitted and reported in the logs", async () => {
@@ -94,11 +102,15 @@ describe("sources: emits, dedupe and the events API (real server)", function () 
 
   it("event ids are strictly increasing per emitter", async () => {
     const id = await deploy();
-    for (let i = 0; i < 3; i++) await run(id, Array.from({ length: 5 }, (_, j) => e(undefined, `${i}.${j}`)));
+    for (let i = 0; i < 3; i++)
+      await run(
+        id,
+        Array.from({ length: 5 }, (_, j) => e(undefined, `${i}.${j}`)),
+      );
     const ids = (await listed(id)).map((x) => x.id).reverse();
     const parsed = ids.map((x: string) => x.split("-").map(Number) as [number, number]);
     for (let i = 1; i < parsed.length; i++) {
-      const [a, b] = [parsed[i - 1]!, parsed[i]!];
+      const [a, b] = [parsed[i - 1], parsed[i]];
       expect(b[0] > a[0] || (b[0] === a[0] && b[1] > a[1]), `${ids[i - 1]} < ${ids[i]}`).to.equal(true);
     }
   });
@@ -142,7 +154,10 @@ describe("sources: emits, dedupe and the events API (real server)", function () 
 
   it("listings: newest first, limit and n, cursors, 1 KB truncation unless expand=event", async () => {
     const id = await deploy();
-    await run(id, Array.from({ length: 12 }, (_, i) => e(undefined, { i })));
+    await run(
+      id,
+      Array.from({ length: 12 }, (_, i) => e(undefined, { i })),
+    );
     await run(id, [e(undefined, { big: "y".repeat(3000) })]);
     const first = (await admin.get(`/v1/sources/${id}/event_summaries?limit=5`)).body;
     expect(first.page_info).to.include({ total_count: 13, count: 5 });
@@ -161,7 +176,11 @@ describe("sources: emits, dedupe and the events API (real server)", function () 
 
   it("keeps the last 100 events", async () => {
     const id = await deploy();
-    for (let batch = 0; batch < 3; batch++) await run(id, Array.from({ length: 50 }, (_, i) => e(undefined, batch * 50 + i)));
+    for (let batch = 0; batch < 3; batch++)
+      await run(
+        id,
+        Array.from({ length: 50 }, (_, i) => e(undefined, batch * 50 + i)),
+      );
     const all = await listed(id);
     expect(all).to.have.length(100);
     expect(all[0].event).to.equal(149);
@@ -182,7 +201,10 @@ describe("sources: emits, dedupe and the events API (real server)", function () 
     };
     beforeEach(async () => {
       id = await deploy();
-      await run(id, Array.from({ length: 6 }, (_, i) => e(undefined, i)));
+      await run(
+        id,
+        Array.from({ length: 6 }, (_, i) => e(undefined, i)),
+      );
       ids = (await listed(id)).map((x) => x.id).reverse();
     });
 

@@ -7,7 +7,8 @@ const hostile: Record<string, string> = {
   "never-settling promise": "await new Promise(() => {});",
   "memory bomb": "const hog = []; for (;;) hog.push(new Array(1e6).fill(Math.random()));",
   "process escape": "this.$emit(this.constructor.constructor('return process')().env);",
-  "require of a computed name": "const name = ['f', 's'].join(''); const fs = require(name); this.$emit(fs.readFileSync('/etc/passwd', 'utf8'));",
+  "require of a computed name":
+    "const name = ['f', 's'].join(''); const fs = require(name); this.$emit(fs.readFileSync('/etc/passwd', 'utf8'));",
   "prototype tampering": "Object.prototype.polluted = 1; this.$emit.constructor('return process')().exit(1);",
   "deep recursion": "const f = (n) => f(n + 1) + 1; f(0);",
 };
@@ -49,7 +50,9 @@ describe("sources: hostile code (real server)", function () {
       const [error] = (await admin.get(`/v1/sources/${id}/event_summaries?event_name=$errors&expand=event`)).body.data;
       expect(error.event.error.message).to.equal(outcome.error.message);
       // And afterwards a well-behaved source still runs.
-      const ok = await admin.post("/v1/sources", { component_code: `export default { name: "ok", version: "1", props: { http: "$.interface.http" }, async run() { this.$emit("fine"); } };` });
+      const ok = await admin.post("/v1/sources", {
+        component_code: `export default { name: "ok", version: "1", props: { http: "$.interface.http" }, async run() { this.$emit("fine"); } };`,
+      });
       expect((await admin.post(`/v1/sources/${ok.body.data.id}/run`, {})).body.data.ok).to.equal(true);
     });
   }

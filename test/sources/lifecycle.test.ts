@@ -46,7 +46,9 @@ describe("sources: deploy and lifecycle (real server)", function () {
 
   it("deploys from code: deploy then activate hooks run, the answer has the seed's fields", async () => {
     const r = await admin.post("/v1/sources", {
-      component_code: hooked("one"), name: "My Hooked", configured_props: { notify: `${receiver.url}/hooks`, token: "s3cret-value" },
+      component_code: hooked("one"),
+      name: "My Hooked",
+      configured_props: { notify: `${receiver.url}/hooks`, token: "s3cret-value" },
     });
     expect(r.status, JSON.stringify(r.body)).to.equal(200);
     const s = r.body.data;
@@ -61,7 +63,7 @@ describe("sources: deploy and lifecycle (real server)", function () {
     expect(hooks).to.deep.equal(["deploy", "activate"]);
 
     // The run sees what the hooks stored, and the secret in clear.
-    await fetch(s.configured_props.http.endpoint_url, { method: "POST", headers: { "content-type": "application/json" }, body: "{\"n\":1}" });
+    await fetch(s.configured_props.http.endpoint_url, { method: "POST", headers: { "content-type": "application/json" }, body: '{"n":1}' });
     const run = await eventually(async () => (await events(admin, s.id)).find((e) => e.event.body), 10_000, "the run's event");
     expect(run.event).to.deep.equal({ body: { n: 1 }, deploys: 1, activations: 1, label: "one", token: "s3cret-value" });
 
@@ -88,7 +90,10 @@ describe("sources: deploy and lifecycle (real server)", function () {
     expect(byId.body.data.component_id).to.equal(saved.id);
 
     receiver.files.set("/hooked.mjs", { body: hooked("by-url") });
-    const byUrl = await admin.post("/v1/sources", { component_url: `${receiver.url}/hooked.mjs`, configured_props: { notify: "http://x.test/" } });
+    const byUrl = await admin.post("/v1/sources", {
+      component_url: `${receiver.url}/hooked.mjs`,
+      configured_props: { notify: "http://x.test/" },
+    });
     expect(byUrl.status, JSON.stringify(byUrl.body)).to.equal(200);
     expect((await admin.get(`/v1/components/${byUrl.body.data.component_id}`)).body.data.code).to.equal(hooked("by-url"));
 
@@ -109,7 +114,11 @@ describe("sources: deploy and lifecycle (real server)", function () {
     });
     expect(r.status).to.equal(400);
     expect(r.body.details.map((d: { path: string }) => d.path)).to.have.members([
-      "configured_props.count", "configured_props.tags", "configured_props.mode", "configured_props.extra", "configured_props.timer.intervalSeconds",
+      "configured_props.count",
+      "configured_props.tags",
+      "configured_props.mode",
+      "configured_props.extra",
+      "configured_props.timer.intervalSeconds",
     ]);
     const missing = await admin.post("/v1/sources", { component_code: hooked("m") });
     expect(missing.status).to.equal(400);
@@ -144,11 +153,16 @@ describe("sources: deploy and lifecycle (real server)", function () {
   });
 
   it("PUT: deactivate, replace code/props/name, activate; the id stays; the secret sent back redacted is kept", async () => {
-    const created = (await admin.post("/v1/sources", {
-      component_code: hooked("old"), name: "Updatable", configured_props: { notify: `${receiver.url}/put`, token: "tok-1" },
-    })).body.data;
+    const created = (
+      await admin.post("/v1/sources", {
+        component_code: hooked("old"),
+        name: "Updatable",
+        configured_props: { notify: `${receiver.url}/put`, token: "tok-1" },
+      })
+    ).body.data;
     const r = await admin.put(`/v1/sources/${created.id}`, {
-      component_code: hooked("new"), name: "Renamed Source",
+      component_code: hooked("new"),
+      name: "Renamed Source",
       configured_props: { notify: `${receiver.url}/put`, label: "relabelled", token: "[redacted]" },
     });
     expect(r.status, JSON.stringify(r.body)).to.equal(200);
@@ -156,7 +170,7 @@ describe("sources: deploy and lifecycle (real server)", function () {
     expect(r.body.data.component_id).to.not.equal(created.component_id);
     expect(r.body.data.configured_props.http.endpoint_url).to.equal(created.configured_props.http.endpoint_url);
     const deactivated = await receiver.waitFor((x) => x.path === "/put");
-    expect(JSON.parse(deactivated[0]!.body)).to.deep.equal({ hook: "deactivate", label: "old" });
+    expect(JSON.parse(deactivated[0].body)).to.deep.equal({ hook: "deactivate", label: "old" });
     const activations = (await events(admin, created.id)).filter((e) => e.event.hook === "activate").map((e) => e.event.label);
     expect(activations).to.have.members(["old", "relabelled"]);
 
@@ -175,20 +189,28 @@ describe("sources: deploy and lifecycle (real server)", function () {
     const resumed = await admin.put(`/v1/sources/${s.id}`, { active: true });
     expect(resumed.body.data.active).to.equal(true);
     expect((await fetch(url, { method: "POST", body: "3" })).status).to.equal(200);
-    const bodies = await eventually(async () => {
-      const list = (await events(admin, s.id)).map((e) => e.event);
-      return list.length >= 2 ? list : undefined;
-    }, 10_000, "two events");
+    const bodies = await eventually(
+      async () => {
+        const list = (await events(admin, s.id)).map((e) => e.event);
+        return list.length >= 2 ? list : undefined;
+      },
+      10_000,
+      "two events",
+    );
     expect(bodies.sort()).to.deep.equal(["1", "3"]);
   });
 
   it("DELETE runs deactivate, then the source, its events, endpoint and name are gone (404 after)", async () => {
-    const s = (await admin.post("/v1/sources", {
-      component_code: hooked("bye"), name: "Doomed", configured_props: { notify: `${receiver.url}/delete` },
-    })).body.data;
+    const s = (
+      await admin.post("/v1/sources", {
+        component_code: hooked("bye"),
+        name: "Doomed",
+        configured_props: { notify: `${receiver.url}/delete` },
+      })
+    ).body.data;
     const r = await admin.delete(`/v1/sources/${s.id}`);
     expect(r.status).to.equal(204);
-    expect(JSON.parse((await receiver.waitFor((x) => x.path === "/delete"))[0]!.body)).to.deep.equal({ hook: "deactivate", label: "bye" });
+    expect(JSON.parse((await receiver.waitFor((x) => x.path === "/delete"))[0].body)).to.deep.equal({ hook: "deactivate", label: "bye" });
     expect((await admin.get(`/v1/sources/${s.id}`)).status).to.equal(404);
     expect((await admin.get(`/v1/sources/${s.id}/event_summaries`)).status).to.equal(404);
     expect((await admin.delete(`/v1/sources/${s.id}`)).status).to.equal(404);
@@ -201,10 +223,12 @@ describe("sources: deploy and lifecycle (real server)", function () {
   });
 
   it("a deactivate hook that throws blocks DELETE with a 400 unless force=true", async () => {
-    const s = (await admin.post("/v1/sources", {
-      component_code: `export default { name: "Sticky", version: "1", props: { http: "$.interface.http" },
+    const s = (
+      await admin.post("/v1/sources", {
+        component_code: `export default { name: "Sticky", version: "1", props: { http: "$.interface.http" },
         hooks: { async deactivate() { throw new Error("still registered upstream"); } }, async run() {} };`,
-    })).body.data;
+      })
+    ).body.data;
     const refused = await admin.delete(`/v1/sources/${s.id}`);
     expect(refused.status).to.equal(400);
     expect(refused.body.error).to.include("still registered upstream");

@@ -62,8 +62,10 @@ describe("usage and quotas (real server)", function () {
     const client = user("free-invocations");
     const fresh = await me(client);
     expect(fresh).to.include({
-      daily_invocations_used: 0, daily_invocations_quota: INVOCATIONS_QUOTA,
-      daily_compute_time_used: 0, daily_compute_time_quota: COMPUTE_QUOTA_MS,
+      daily_invocations_used: 0,
+      daily_invocations_quota: INVOCATIONS_QUOTA,
+      daily_compute_time_used: 0,
+      daily_compute_time_quota: COMPUTE_QUOTA_MS,
     });
     expect(fresh).to.not.have.property("billing_period_invocations");
 
@@ -89,7 +91,7 @@ describe("usage and quotas (real server)", function () {
     }
     const ran = await events(client, timer.id, "");
     expect(ran.length, "timer runs before the quota was used up").to.equal(1);
-    expect(ran[0]!.event).to.have.keys(["timestamp", "interval_seconds"]);
+    expect(ran[0].event).to.have.keys(["timestamp", "interval_seconds"]);
     expect((await me(client)).daily_invocations_used, "skipped ticks do not count").to.equal(INVOCATIONS_QUOTA);
 
     expectQuota429(await hit(client, http, { n: 3 }), /daily invocations quota/);

@@ -62,7 +62,7 @@ describe("sources: retention and replay (real server)", function () {
     await store.close();
     const emitted = kept.filter((e) => e.type === "EventEmitted");
     expect(emitted.length, "older events were truncated from the log").to.equal(100);
-    expect(kept[0]!.revision).to.be.greaterThan(150);
+    expect(kept[0].revision).to.be.greaterThan(150);
 
     const rebuilt = server.cli("projections", "rebuild");
     expect(rebuilt.status, rebuilt.stderr).to.equal(0);

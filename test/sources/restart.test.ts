@@ -61,7 +61,10 @@ describe("restart (real server)", function () {
 
     // A custom-response request whose run is in the sandbox when the server dies.
     const slowSentAt = Date.now();
-    const slowAnswer = client.post(endpointOf(slow), { n: "slow" }).then((r) => r.status, (e: Error) => e);
+    const slowAnswer = client.post(endpointOf(slow), { n: "slow" }).then(
+      (r) => r.status,
+      (e: Error) => e,
+    );
     let stopping = false;
     let n = 0;
     // Paced and capped so that requests are in flight at the kill and every event fits in the kept 100.
@@ -78,8 +81,12 @@ describe("restart (real server)", function () {
       }
     };
     const writers = Array.from({ length: 6 }, writer);
-    await eventually("30 acknowledged requests, 1 s into the slow run", async () =>
-      acknowledged.length >= 30 && Date.now() - slowSentAt >= 1000 ? true : undefined, 15_000, 5);
+    await eventually(
+      "30 acknowledged requests, 1 s into the slow run",
+      async () => (acknowledged.length >= 30 && Date.now() - slowSentAt >= 1000 ? true : undefined),
+      15_000,
+      5,
+    );
     const acknowledgedAtKill = acknowledged.length;
     const killedAt = Date.now();
     await server.kill();
@@ -108,17 +115,20 @@ describe("restart (real server)", function () {
     });
     await sleep(2500); // room for a second run of the slow invocation, if there were one
     const slowEvents = await events(client, slow.id);
-    expect(slowEvents.map((e) => e.event), "the interrupted invocation ran once").to.deep.equal([{ n: "slow" }]);
+    expect(
+      slowEvents.map((e) => e.event),
+      "the interrupted invocation ran once",
+    ).to.deep.equal([{ n: "slow" }]);
     const slowLogs = (await client.get(`/v1/sources/${slow.id}/logs`)).body.data;
     expect(slowLogs.length, "one recorded run").to.equal(1);
     expect(slowLogs[0].started_at_ms).to.be.greaterThan(killedAt);
 
     const ts = ticks.map((e) => e.event.timestamp as number);
-    const gaps = ts.slice(1).map((t, i) => t - ts[i]!);
+    const gaps = ts.slice(1).map((t, i) => t - ts[i]);
     expect(gaps.filter((g) => g !== 1).length, `one gap, for the downtime, in ${JSON.stringify(ts)}`).to.equal(1);
     expect(Math.min(...gaps), "no tick fired twice").to.be.greaterThan(0);
     // The tick after the gap is the catch-up: missed while down, fired at start.
-    const catchUp = ts[gaps.findIndex((g) => g !== 1) + 1]!;
+    const catchUp = ts[gaps.findIndex((g) => g !== 1) + 1];
     expect(catchUp * 1000).to.be.greaterThan(killedAt);
     expect(catchUp * 1000, `catch-up tick ${catchUp}, restarted at ${restartedAt}`).to.be.at.most(restartedAt + 100);
   });
@@ -148,7 +158,9 @@ describe("restart (real server)", function () {
       ]);
       await bus.publish(INVOCATIONS_TOPIC, [
         message({
-          invocationId: `inv_${timer.id}_${fired.event.timestamp * 1000}`, sourceId: timer.id, trigger: "timer",
+          invocationId: `inv_${timer.id}_${fired.event.timestamp * 1000}`,
+          sourceId: timer.id,
+          trigger: "timer",
           event: { timestamp: 1, interval_seconds: 1, redelivered: true },
         }),
         message({ invocationId: "inv_fresh_timer_after_redelivery", sourceId: timer.id, trigger: "manual", event: { fresh: true } }),
@@ -163,13 +175,22 @@ describe("restart (real server)", function () {
       const got = await events(client, echo.id);
       return got.some((e) => e.event.n === "fresh") ? got : undefined;
     });
-    expect(echoed.filter((e) => e.event.n === "redelivered"), "the redelivered HTTP invocation ran again").to.deep.equal([]);
+    expect(
+      echoed.filter((e) => e.event.n === "redelivered"),
+      "the redelivered HTTP invocation ran again",
+    ).to.deep.equal([]);
     const after = echoed.slice(echoed.findIndex((e) => e.id === echoNewestBefore) + 1);
-    expect(after.map((e) => e.event.n), "exactly one event after the restart: the fresh one").to.deep.equal(["fresh"]);
+    expect(
+      after.map((e) => e.event.n),
+      "exactly one event after the restart: the fresh one",
+    ).to.deep.equal(["fresh"]);
     const ticked = await eventually("the fresh timer invocation", async () => {
       const got = await events(client, timer.id);
       return got.some((e) => e.event.fresh === true) ? got : undefined;
     });
-    expect(ticked.filter((e) => e.event.redelivered === true), "the redelivered timer tick ran again").to.deep.equal([]);
+    expect(
+      ticked.filter((e) => e.event.redelivered === true),
+      "the redelivered timer tick ran again",
+    ).to.deep.equal([]);
   });
 });

@@ -30,7 +30,7 @@ async function until<T>(what: string, probe: () => T | undefined | Promise<T | u
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
-    if (value !== undefined && value !== false) return value as T;
+    if (value !== undefined && value !== false) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(20);
   }
@@ -75,7 +75,11 @@ class Stream {
   }
 
   count(n: number, timeoutMs = 15_000): Promise<Received[]> {
-    return until(`${n} messages (have ${this.received.length})`, () => (this.received.length >= n ? this.received.slice(0, n) : undefined), timeoutMs);
+    return until(
+      `${n} messages (have ${this.received.length})`,
+      () => (this.received.length >= n ? this.received.slice(0, n) : undefined),
+      timeoutMs,
+    );
   }
 
   get ids(): string[] {
@@ -225,7 +229,9 @@ describe("source SSE stream (real server, real EventSource)", function () {
       const stranger = await fetch(theirs.sse, { headers: { authorization: `Bearer ${server.bootstrapKey}` } });
       expect(stranger.status).to.equal(404);
       expect(await stranger.json()).to.include({ code: "not_found" });
-      const unknown = await fetch(`${server.url}/sources/dc_doesnotexist000/sse`, { headers: { authorization: `Bearer ${server.bootstrapKey}` } });
+      const unknown = await fetch(`${server.url}/sources/dc_doesnotexist000/sse`, {
+        headers: { authorization: `Bearer ${server.bootstrapKey}` },
+      });
       expect(unknown.status).to.equal(404);
 
       const stream = open(mine.sse, created.json.api_key);
@@ -252,9 +258,9 @@ describe("source SSE stream (real server, real EventSource)", function () {
       expect(got.map((m) => m.data)).to.deep.equal(kept);
       expect(got.map((m) => m.id)).to.deep.equal(kept.map((e) => e.id));
       expect(got.every((m) => m.type === "message")).to.equal(true);
-      expect(got[3]!.data.event.pad).to.have.length(5000);
-      expect(got[0]!.data).to.deep.include({ event: { n: 1, i: 0 } });
-      expect(got[0]!.data.metadata).to.deep.equal({ emit_id: null, name: "", emitter_id: id, summary: "n=1.0" });
+      expect(got[3].data.event.pad).to.have.length(5000);
+      expect(got[0].data).to.deep.include({ event: { n: 1, i: 0 } });
+      expect(got[0].data.metadata).to.deep.equal({ emit_id: null, name: "", emitter_id: id, summary: "n=1.0" });
     });
 
     it("sends the stream headers and frames the data on one line", async () => {
@@ -267,13 +273,13 @@ describe("source SSE stream (real server, real EventSource)", function () {
         await post(endpoint, { n: "two\nlines\r\nand more" });
         const data = await until("a data line", () => raw.lines.find((l) => l.line.startsWith("data: ")));
         const index = raw.lines.indexOf(data);
-        const idLine = raw.lines[index - 1]!.line;
+        const idLine = raw.lines[index - 1].line;
         expect(idLine).to.match(/^id: \d+-\d+$/);
         const summary = JSON.parse(data.line.slice("data: ".length));
         expect(summary.id).to.equal(idLine.slice("id: ".length));
         expect(summary.event.n).to.equal("two\nlines\r\nand more");
         await until("the blank line ending the frame", () => (raw.lines.length > index + 1 ? true : undefined));
-        expect(raw.lines[index + 1]!.line).to.equal("");
+        expect(raw.lines[index + 1].line).to.equal("");
       } finally {
         await raw.close();
       }
@@ -302,7 +308,7 @@ describe("source SSE stream (real server, real EventSource)", function () {
       await all.count(6);
       expect(all.received.map((m) => m.data.event.n)).to.deep.equal([1, 2, 3, 4, 5, 6]);
       // The newest id: nothing to replay.
-      const none = open(sse, server.bootstrapKey, { lastEventId: stream.ids[3]! });
+      const none = open(sse, server.bootstrapKey, { lastEventId: stream.ids[3] });
       await none.opened();
       await post(endpoint, { n: 7 });
       await none.count(1);
@@ -349,7 +355,10 @@ describe("source SSE stream (real server, real EventSource)", function () {
         const beats = raw.lines.filter((l) => l.line === ": heartbeat").map((l) => l.at);
         // 300 ms period over 2 s: about 6; a generous band, since this is behaviour, not a benchmark.
         expect(beats.length).to.be.within(3, 8);
-        const gaps = beats.slice(1).map((t, i) => t - beats[i]!).sort((a, b) => a - b);
+        const gaps = beats
+          .slice(1)
+          .map((t, i) => t - beats[i])
+          .sort((a, b) => a - b);
         expect(gaps[Math.floor(gaps.length / 2)], "median gap").to.be.within(200, 700);
         expect(raw.lines.filter((l) => l.line.startsWith("data:"))).to.deep.equal([]);
         expect(stream.received).to.deep.equal([]);
@@ -387,7 +396,9 @@ describe("source SSE stream (real server, real EventSource)", function () {
       const socket = net.connect(Number(url.port), url.hostname);
       await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
       socket.pause();
-      socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${server.bootstrapKey}\r\nAccept: text/event-stream\r\n\r\n`);
+      socket.write(
+        `GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${server.bootstrapKey}\r\nAccept: text/event-stream\r\n\r\n`,
+      );
       let text = "";
       let closed = false;
       const ended = new Promise<void>((resolve) => {
@@ -404,7 +415,7 @@ describe("source SSE stream (real server, real EventSource)", function () {
         get closed() {
           return closed;
         },
-        ids: () => [...text.matchAll(/^id: (\S+)$/gm)].map((m) => m[1]!),
+        ids: () => [...text.matchAll(/^id: (\S+)$/gm)].map((m) => m[1]),
       };
     }
 
@@ -436,9 +447,16 @@ describe("source SSE stream (real server, real EventSource)", function () {
       // Stalled for 4 heartbeats (1.2 s here): the server has closed it; reading now shows what it got.
       await sleep(2_000);
       slow.socket.resume();
-      await Promise.race([slow.ended, sleep(20_000).then(() => { throw new Error("the slow client was never cut off"); })]);
+      await Promise.race([
+        slow.ended,
+        sleep(20_000).then(() => {
+          throw new Error("the slow client was never cut off");
+        }),
+      ]);
       expect(slow.text).to.match(/^HTTP\/1\.1 200 OK/);
-      expect(slow.ids().length).to.be.greaterThan(0).and.below(2 * BIG);
+      expect(slow.ids().length)
+        .to.be.greaterThan(0)
+        .and.below(2 * BIG);
       expect(fast.es.readyState).to.equal(EventSource.OPEN);
     });
 
@@ -459,10 +477,16 @@ describe("source SSE stream (real server, real EventSource)", function () {
         for (let n = 2; n < 5; n++) await post(endpoint, { n });
         // Every event is in the read models (and was published) before the client reads a byte: more than
         // its socket could hold, so the rest can only come from the kept events.
-        const kept = await until("every event kept", async () => {
-          const events = (await patient.client().get(`/v1/sources/${id}/event_summaries?expand=event&limit=100`)).body.data.slice().reverse();
-          return events.length === 2 * BIG + 3 ? (events as any[]) : undefined;
-        }, 30_000);
+        const kept = await until(
+          "every event kept",
+          async () => {
+            const events = (await patient.client().get(`/v1/sources/${id}/event_summaries?expand=event&limit=100`)).body.data
+              .slice()
+              .reverse();
+            return events.length === 2 * BIG + 3 ? (events as any[]) : undefined;
+          },
+          30_000,
+        );
         paused.socket.resume();
         await until("every event on the paused client", () => (paused.ids().length >= kept.length ? true : undefined), 30_000);
         await sleep(300);
@@ -538,7 +562,7 @@ describe("source SSE stream (real server, real EventSource)", function () {
       expect(byDefault.received.map((m) => m.data.event.n)).to.deep.equal([3]);
 
       // Resume within a channel skips the other channels' events.
-      const resumed = open(`${sse}?event_name=a`, server.bootstrapKey, { lastEventId: all.ids[0]! });
+      const resumed = open(`${sse}?event_name=a`, server.bootstrapKey, { lastEventId: all.ids[0] });
       await resumed.count(1);
       await sleep(300);
       expect(resumed.received.map((m) => m.data.event.n)).to.deep.equal([4]);
@@ -556,11 +580,11 @@ describe("source SSE stream (real server, real EventSource)", function () {
       const listedLogs = (await admin.get(`/v1/sources/${id}/event_summaries?event_name=$logs`)).body.data.slice().reverse();
       expect(logs.received.map((m) => m.data)).to.deep.equal(listedLogs);
       expect(logs.received.map((m) => m.id)).to.deep.equal(listedLogs.map((l: any) => l.id));
-      expect(logs.received[0]!.id).to.match(/^inv_/);
-      expect(logs.received[0]!.data.event.lines.map((l: any) => l.message)).to.include("ran n=1");
-      expect(logs.received[0]!.data.metadata).to.deep.include({ name: "$logs", emitter_id: id });
+      expect(logs.received[0].id).to.match(/^inv_/);
+      expect(logs.received[0].data.event.lines.map((l: any) => l.message)).to.include("ran n=1");
+      expect(logs.received[0].data.metadata).to.deep.include({ name: "$logs", emitter_id: id });
 
-      const resumed = open(`${sse}?event_name=$logs`, server.bootstrapKey, { lastEventId: logs.ids[0]! });
+      const resumed = open(`${sse}?event_name=$logs`, server.bootstrapKey, { lastEventId: logs.ids[0] });
       await resumed.count(1);
       await sleep(300);
       expect(resumed.received.map((m) => m.data)).to.deep.equal([listedLogs[1]]);

@@ -7,7 +7,7 @@ import { EMIT_TIMER_EVENT, deploy, eventually, events, me, sleep, type EventSumm
 // catch-up fire. Intervals are 1-3 s, so nothing waits for minutes.
 
 const timestamps = (list: EventSummary[]) => list.map((e) => e.event.timestamp as number);
-const diffs = (values: number[]) => values.slice(1).map((v, i) => v - values[i]!);
+const diffs = (values: number[]) => values.slice(1).map((v, i) => v - values[i]);
 
 describe("timers (real server)", function () {
   this.timeout(60_000);
@@ -31,7 +31,9 @@ describe("timers (real server)", function () {
       deploy(admin, EMIT_TIMER_EVENT, { timer: { intervalSeconds: 1 } }, "every second"),
       // Every 2 s, only during this UTC hour and the next one.
       deploy(admin, EMIT_TIMER_EVENT, { timer: { cron: `*/2 * ${utcHour},${(utcHour + 1) % 24} * * *` } }, "cron utc"),
-      admin.post("/v1/sources", { key: "schedule-every-interval", configured_props: { timer: { intervalSeconds: 1 } } }).then((r) => r.body.data),
+      admin
+        .post("/v1/sources", { key: "schedule-every-interval", configured_props: { timer: { intervalSeconds: 1 } } })
+        .then((r) => r.body.data),
       admin.post("/v1/sources", { key: "schedule-cron", configured_props: { timer: { cron: "* * * * * *" } } }).then((r) => r.body.data),
       deploy(admin, EMIT_TIMER_EVENT, { timer: { intervalSeconds: 2 } }, "restart interval"),
       deploy(admin, EMIT_TIMER_EVENT, { timer: { cron: "*/3 * * * * *" } }, "restart cron"),
@@ -55,7 +57,7 @@ describe("timers (real server)", function () {
     }
     expect(diffs(timestamps(list))).to.deep.equal(list.slice(1).map(() => 1));
     // The first tick comes one interval after the deploy.
-    expect(list[0]!.event.timestamp).to.be.within(interval.created_at + 1, interval.created_at + 2);
+    expect(list[0].event.timestamp).to.be.within(interval.created_at + 1, interval.created_at + 2);
   });
 
   it("a cron timer fires on its schedule, evaluated in UTC (6-field seconds cron)", async () => {
@@ -95,7 +97,8 @@ describe("timers (real server)", function () {
       deploy(owner, EMIT_TIMER_EVENT, { timer: { intervalSeconds: 1 } }, "to delete"),
     ]);
     await eventually("both fire", async () =>
-      (await events(admin, paused.id)).length >= 2 && (await me(owner)).daily_invocations_used >= 2 ? true : undefined);
+      (await events(admin, paused.id)).length >= 2 && (await me(owner)).daily_invocations_used >= 2 ? true : undefined,
+    );
 
     const pause = await admin.put(`/v1/sources/${paused.id}`, { active: false });
     expect(pause.status).to.equal(200);
@@ -117,36 +120,36 @@ describe("timers (real server)", function () {
       return got.length >= 2 ? got : undefined;
     });
     // The first tick after resuming comes an interval after it, not a tick missed while paused.
-    expect(after[0]!.event.timestamp).to.be.greaterThan(resume.body.data.updated_at);
+    expect(after[0].event.timestamp).to.be.greaterThan(resume.body.data.updated_at);
     expect(diffs(timestamps(after))).to.deep.equal(after.slice(1).map(() => 1));
   });
 
   it("a timer below HEADWATER_TIMER_MIN_INTERVAL_SECONDS is a 400 on create and on update", async () => {
     const client = strict.client();
-    const tooOften = [
-      { intervalSeconds: 29 },
-      { intervalSeconds: 1 },
-      { cron: "*/10 * * * * *" },
-      { cron: "* * * * * *" },
-    ];
+    const tooOften = [{ intervalSeconds: 29 }, { intervalSeconds: 1 }, { cron: "*/10 * * * * *" }, { cron: "* * * * * *" }];
     for (const timer of tooOften) {
       const r = await client.post("/v1/sources", { component_code: EMIT_TIMER_EVENT, configured_props: { timer } });
       expect(r.status, JSON.stringify(timer)).to.equal(400);
       expect(r.body.code).to.equal("invalid_request");
       expect(r.body.details.map((d: { path: string }) => d.path).join(" ")).to.match(/configured_props\.timer/);
     }
-    expect((await client.post("/v1/sources", { key: "schedule-every-interval", configured_props: { timer: { intervalSeconds: 5 } } })).status)
-      .to.equal(400);
+    expect(
+      (await client.post("/v1/sources", { key: "schedule-every-interval", configured_props: { timer: { intervalSeconds: 5 } } })).status,
+    ).to.equal(400);
     // Ticks 20 s apart, then 40 s: sent during second s, the next two ticks are the 40 s gap, the 20 s one comes after.
     if (Date.now() % 1000 > 700) await sleep(1000 - (Date.now() % 1000) + 50);
     const second = new Date().getUTCSeconds();
     const uneven = await client.post("/v1/sources", {
-      component_code: EMIT_TIMER_EVENT, configured_props: { timer: { cron: `${second},${(second + 20) % 60} * * * * *` } },
+      component_code: EMIT_TIMER_EVENT,
+      configured_props: { timer: { cron: `${second},${(second + 20) % 60} * * * * *` } },
     });
     expect(uneven.status, "a cron whose shortest gap is below the minimum").to.equal(400);
     const ok = await client.post("/v1/sources", { component_code: EMIT_TIMER_EVENT, configured_props: { timer: { intervalSeconds: 30 } } });
     expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
-    const cronOk = await client.post("/v1/sources", { component_code: EMIT_TIMER_EVENT, configured_props: { timer: { cron: "*/5 * * * *" } } });
+    const cronOk = await client.post("/v1/sources", {
+      component_code: EMIT_TIMER_EVENT,
+      configured_props: { timer: { cron: "*/5 * * * *" } },
+    });
     expect(cronOk.status, JSON.stringify(cronOk.body)).to.equal(200);
     const update = await client.put(`/v1/sources/${ok.body.data.id}`, { configured_props: { timer: { intervalSeconds: 10 } } });
     expect(update.status).to.equal(400);
@@ -155,7 +158,10 @@ describe("timers (real server)", function () {
 
   // Last: it restarts the shared server.
   it("a restart neither double-fires nor silently skips: one catch-up fire, then the regular cadence", async () => {
-    const sources = [{ source: restartInterval, step: 2 }, { source: restartCron, step: 3 }];
+    const sources = [
+      { source: restartInterval, step: 2 },
+      { source: restartCron, step: 3 },
+    ];
     await eventually("2 events each before the stop", async () => {
       for (const { source } of sources) if ((await events(admin, source.id)).length < 2) return undefined;
       return true;
@@ -179,15 +185,18 @@ describe("timers (real server)", function () {
       const downtime = gaps.findIndex((g) => g !== step);
       expect(downtime, `one gap in ${JSON.stringify(ts)}`).to.be.greaterThan(-1);
       // Every other gap is exactly one step: no tick twice, none skipped while up.
-      expect(gaps.filter((g, i) => i !== downtime && g !== step), `cadence of ${JSON.stringify(ts)}`).to.deep.equal([]);
-      expect(gaps[downtime]!, "the downtime spans several ticks").to.be.greaterThan(step);
-      const before = ts[downtime]!;
-      const catchUp = ts[downtime + 1]!;
+      expect(
+        gaps.filter((g, i) => i !== downtime && g !== step),
+        `cadence of ${JSON.stringify(ts)}`,
+      ).to.deep.equal([]);
+      expect(gaps[downtime], "the downtime spans several ticks").to.be.greaterThan(step);
+      const before = ts[downtime];
+      const catchUp = ts[downtime + 1];
       expect(before * 1000, "last tick before the stop").to.be.at.most(stoppedAt);
       // The catch-up is a tick missed during the downtime, fired at start (not the first tick after it).
       expect(catchUp * 1000).to.be.greaterThan(stoppedAt);
       expect(catchUp * 1000, `catch-up tick ${catchUp} fired at start (${restartedAt})`).to.be.at.most(restartedAt + 100);
-      expect(list[downtime + 1]!.indexed_at_ms).to.be.at.least(restartedAt - 1000);
+      expect(list[downtime + 1].indexed_at_ms).to.be.at.least(restartedAt - 1000);
     }
   });
 });

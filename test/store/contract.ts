@@ -157,8 +157,8 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         for (const failed of claims.filter((o): o is PromiseRejectedResult => o.status === "rejected")) {
           expect(failed.reason).to.be.instanceOf(WrongExpectedRevisionError);
         }
-        expect(outcomes[0]!.status).to.equal("fulfilled");
-        expect(outcomes[outcomes.length - 1]!.status).to.equal("fulfilled");
+        expect(outcomes[0].status).to.equal("fulfilled");
+        expect(outcomes[outcomes.length - 1].status).to.equal("fulfilled");
         expect(await store.readStream(stream)).to.have.length(1);
         expect(await store.readStream(other)).to.have.length(2);
       });
@@ -177,7 +177,7 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         expect(await store.headPosition()).to.equal(head);
         const ids = (await store.readStream(stream)).map((e) => e.id);
         expect(ids).to.have.length(3);
-        expect(ids.slice(0, 2)).to.deep.equal([batch[0]!.id, batch[1]!.id]);
+        expect(ids.slice(0, 2)).to.deep.equal([batch[0].id, batch[1].id]);
         expect(await store.streamRevision(stream)).to.equal(2);
       });
 
@@ -196,7 +196,10 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         const known = withId("Emitted");
         await store.append(stream, [known]);
         const fresh = withId("Emitted");
-        for (const batch of [[known, fresh], [fresh, known]]) {
+        for (const batch of [
+          [known, fresh],
+          [fresh, known],
+        ]) {
           const error = await rejectionOf(store.append(stream, batch));
           expect(error).to.be.instanceOf(IdempotencyConflictError);
           expect(error).to.include({ stream, eventId: known.id });
@@ -216,14 +219,15 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
 
       const crossStream = "an id that exists in another stream is an IdempotencyConflictError";
       if (options.noCrossStreamIdCheck !== undefined) it(`${crossStream} — NOT RUN: ${options.noCrossStreamIdCheck}`);
-      else it(crossStream, async function () {
-        const taken = withId("Emitted");
-        await store.append(streamName("first"), [taken]);
-        const error = await rejectionOf(store.append(streamName("second"), [taken]));
-        expect(error).to.be.instanceOf(IdempotencyConflictError);
-        expect(error).to.include({ stream: streamName("second"), eventId: taken.id });
-        expect(await store.streamRevision(streamName("second"))).to.equal(undefined);
-      });
+      else
+        it(crossStream, async function () {
+          const taken = withId("Emitted");
+          await store.append(streamName("first"), [taken]);
+          const error = await rejectionOf(store.append(streamName("second"), [taken]));
+          expect(error).to.be.instanceOf(IdempotencyConflictError);
+          expect(error).to.include({ stream: streamName("second"), eventId: taken.id });
+          expect(await store.streamRevision(streamName("second"))).to.equal(undefined);
+        });
 
       it("the same id twice in one append is a conflict", async function () {
         const twice = withId("Emitted");
@@ -251,9 +255,15 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
       let stream: string;
       beforeEach(async function () {
         stream = streamName("read");
-        await store.append(stream, [0, 1, 2, 3, 4].map((n) => event("N", { n })));
+        await store.append(
+          stream,
+          [0, 1, 2, 3, 4].map((n) => event("N", { n })),
+        );
         await store.append(streamName("noise"), [event("Noise")]);
-        await store.append(stream, [5, 6].map((n) => event("N", { n })));
+        await store.append(
+          stream,
+          [5, 6].map((n) => event("N", { n })),
+        );
       });
       const ns = (events: readonly RecordedEvent[]) => events.map((e) => (e.data as { n: number }).n);
 
@@ -275,13 +285,15 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
 
       it("records stream, revision, position, created and the rest of each event", async function () {
         const before = Date.now();
-        const result = await store.append(streamName("one"), [{ id: randomUUID(), type: "Typed", data: { a: 1 }, metadata: { by: "test" } }]);
+        const result = await store.append(streamName("one"), [
+          { id: randomUUID(), type: "Typed", data: { a: 1 }, metadata: { by: "test" } },
+        ]);
         const [recorded] = await store.readStream(streamName("one"));
         expect(recorded).to.include({ type: "Typed", stream: streamName("one"), revision: 0, position: result.position });
-        expect(recorded!.data).to.deep.equal({ a: 1 });
-        expect(recorded!.metadata).to.deep.equal({ by: "test" });
+        expect(recorded.data).to.deep.equal({ a: 1 });
+        expect(recorded.metadata).to.deep.equal({ by: "test" });
         // Allow for clock skew between this process and a remote server.
-        expect(recorded!.created).to.be.within(before - 5000, Date.now() + 5000);
+        expect(recorded.created).to.be.within(before - 5000, Date.now() + 5000);
         expect(ns(await store.readStream(stream))).to.have.length(7);
         expect((await store.readStream(stream)).map((e) => e.revision)).to.deep.equal([0, 1, 2, 3, 4, 5, 6]);
       });
@@ -300,12 +312,12 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         for (let i = 0; i < 6; i++) results.push(await store.append(streamName(`s${i % 3}`), [event("E", { i }), event("E", { i })]));
         const all = mine(await store.readAll({ fromPosition: start }));
         expect(all.map((e) => (e.data as { i: number }).i)).to.deep.equal([0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
-        for (let i = 1; i < all.length; i++) expect(all[i]!.position).to.be.greaterThan(all[i - 1]!.position);
-        expect(all[0]!.position).to.be.greaterThan(start).and.at.least(1);
+        for (let i = 1; i < all.length; i++) expect(all[i].position).to.be.greaterThan(all[i - 1].position);
+        expect(all[0].position).to.be.greaterThan(start).and.at.least(1);
         expect(results.map((r) => r.position)).to.deep.equal(all.filter((_, i) => i % 2 === 1).map((e) => e.position));
-        expect(await store.headPosition()).to.be.at.least(results[5]!.position);
+        expect(await store.headPosition()).to.be.at.least(results[5].position);
 
-        const middle = all[4]!.position;
+        const middle = all[4].position;
         const after = mine(await store.readAll({ fromPosition: middle, maxCount: 3 }));
         expect(after.map((e) => e.position)).to.deep.equal(all.slice(5, 8).map((e) => e.position));
       });
@@ -316,7 +328,7 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         expect(await store.headPosition()).to.equal(position);
         const after = await store.readAll({ fromPosition: first.position });
         expect(after.map((e) => e.type)).to.deep.equal(["B", "C"]);
-        expect(after[1]!.position).to.equal(position);
+        expect(after[1].position).to.equal(position);
         expect(await store.readAll({ fromPosition: position })).to.deep.equal([]);
       });
     });
@@ -436,16 +448,16 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
           }),
         );
         for (const positions of results) {
-          for (let i = 1; i < positions.length; i++) expect(positions[i]).to.be.greaterThan(positions[i - 1]!);
+          for (let i = 1; i < positions.length; i++) expect(positions[i]).to.be.greaterThan(positions[i - 1]);
         }
         const all = mine(await store.readAll({ fromPosition: start }));
         expect(all).to.have.length(tasks * appendsPerTask * 2);
         expect(new Set(all.map((e) => e.id)).size).to.equal(all.length);
-        for (let i = 1; i < all.length; i++) expect(all[i]!.position).to.be.greaterThan(all[i - 1]!.position);
+        for (let i = 1; i < all.length; i++) expect(all[i].position).to.be.greaterThan(all[i - 1].position);
         const shared = await store.readStream(streamName("shared"));
         expect(shared.map((e) => e.revision)).to.deep.equal(shared.map((_, i) => i));
         // The two events of an append are adjacent in the stream and in $all.
-        for (let i = 0; i < shared.length; i += 2) expect(shared[i]!.data).to.deep.equal(shared[i + 1]!.data);
+        for (let i = 0; i < shared.length; i += 2) expect(shared[i].data).to.deep.equal(shared[i + 1].data);
         for (let task = 0; task < tasks; task++) expect(await store.streamRevision(streamName(`own${task}`))).to.equal(appendsPerTask - 1);
         await delivery.until((events) => mine(events).length >= all.length);
         expect(mine(delivery.events).map((e) => e.position)).to.deep.equal(all.map((e) => e.position));
@@ -467,7 +479,7 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
           await delivery.until((events) => mine(events).length >= 240);
           const delivered = mine(delivery.events);
           expect(delivered).to.have.length(240);
-          for (let i = 1; i < delivered.length; i++) expect(delivered[i]!.position).to.be.greaterThan(delivered[i - 1]!.position);
+          for (let i = 1; i < delivered.length; i++) expect(delivered[i].position).to.be.greaterThan(delivered[i - 1].position);
           expect(delivered.map((e) => e.position)).to.deep.equal(mine(await store.readAll({ fromPosition: start })).map((e) => e.position));
         } finally {
           await Promise.all([first.close(), second.close(), reader.close()]);
@@ -480,7 +492,10 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         const start = await store.headPosition();
         const stream = streamName("emits");
         const kept = streamName("kept");
-        await store.append(stream, [0, 1, 2, 3, 4].map((n) => event("N", { n })));
+        await store.append(
+          stream,
+          [0, 1, 2, 3, 4].map((n) => event("N", { n })),
+        );
         await store.append(kept, [event("K")]);
         await store.truncateBefore(stream, 3);
         expect((await store.readStream(stream)).map((e) => e.revision)).to.deep.equal([3, 4]);
@@ -515,7 +530,7 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
     describe("JSON round trip", function () {
       it("data and metadata come back as they were appended", async function () {
         const data = {
-          text: "quotes \" and \\ backslashes, newline\n, tab\t, NUL \u0000, accents é, emoji 🚰, CJK 水",
+          text: 'quotes " and \\ backslashes, newline\n, tab\t, NUL \u0000, accents é, emoji 🚰, CJK 水',
           integer: 9007199254740991,
           negative: -42,
           fraction: 0.1,
@@ -535,15 +550,15 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         ]);
         const read = await store.readStream(streamName("json"));
         expect(read.map((e) => e.type)).to.deep.equal(["Object", "Array", "String", "Number", "Null"]);
-        expect(read[0]!.data).to.deep.equal(data);
-        expect(read[0]!.metadata).to.deep.equal(metadata);
-        expect(read[1]!.data).to.deep.equal([1, "two", { three: 3 }]);
-        expect(read[2]!.data).to.equal("plain");
-        expect(read[3]!.data).to.equal(12.5);
-        expect(read[4]!.data).to.equal(null);
-        expect(read[4]!.metadata).to.deep.equal({});
+        expect(read[0].data).to.deep.equal(data);
+        expect(read[0].metadata).to.deep.equal(metadata);
+        expect(read[1].data).to.deep.equal([1, "two", { three: 3 }]);
+        expect(read[2].data).to.equal("plain");
+        expect(read[3].data).to.equal(12.5);
+        expect(read[4].data).to.equal(null);
+        expect(read[4].metadata).to.deep.equal({});
         const fromAll = mine(await store.readAll({ fromPosition: start, maxCount: 1 }));
-        expect(fromAll[0]!.data).to.deep.equal(data);
+        expect(fromAll[0].data).to.deep.equal(data);
       });
     });
   });

@@ -15,7 +15,9 @@ function recordingCommit() {
     if (hold) await new Promise<void>((resolve) => (release = resolve));
     if (group.some((append) => append.stream === "explode")) throw new Error("disk full");
     return group.map((append, i) =>
-      append.stream.startsWith("bad") ? { error: new Error(append.stream) } : { result: { nextExpectedRevision: i, position: groups.length * 100 + i } },
+      append.stream.startsWith("bad")
+        ? { error: new Error(append.stream) }
+        : { result: { nextExpectedRevision: i, position: groups.length * 100 + i } },
     );
   };
   return {
@@ -34,7 +36,11 @@ describe("group commit", function () {
     const recorder = recordingCommit();
     let notified = 0;
     const groupCommit = new GroupCommit(recorder.commit, () => notified++);
-    const outcomes = await Promise.allSettled([groupCommit.append(pending("a")), groupCommit.append(pending("bad")), groupCommit.append(pending("c"))]);
+    const outcomes = await Promise.allSettled([
+      groupCommit.append(pending("a")),
+      groupCommit.append(pending("bad")),
+      groupCommit.append(pending("c")),
+    ]);
     expect(recorder.groups).to.deep.equal([["a", "bad", "c"]]);
     expect(outcomes.map((o) => o.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled"]);
     expect(notified).to.equal(1);

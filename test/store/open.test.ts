@@ -28,7 +28,7 @@ describe("openEventStore(url)", function () {
       try {
         await store.append("s", [{ type: "A", data: { ok: true } }]);
         expect(existsSync(file)).to.equal(true);
-        expect((await store.readStream("s"))[0]!.data).to.deep.equal({ ok: true });
+        expect((await store.readStream("s"))[0].data).to.deep.equal({ ok: true });
       } finally {
         await store.close();
       }

@@ -46,16 +46,16 @@ describe("postgres event store", function () {
 
   it("several processes opening a new schema at once migrate it once, without errors", async function () {
     const stores = await Promise.all([schema.open(), schema.open(), schema.open()]);
-    await stores[0]!.append("s", [{ type: "A", data: {} }]);
-    expect(await stores[2]!.streamRevision("s")).to.equal(0);
+    await stores[0].append("s", [{ type: "A", data: {} }]);
+    expect(await stores[2].streamRevision("s")).to.equal(0);
   });
 
   it("NOTIFY wakes a subscription when another store commits (safety poll off)", async function () {
     const reader = await schema.open({ safetyPollMs: 3_600_000 });
     const writer = await schema.open();
     const delivered: RecordedEvent[] = [];
-    let wake!: () => void;
-    let arrived = new Promise<void>((resolve) => (wake = resolve));
+    let wake: () => void = () => undefined;
+    let arrived: Promise<void>;
     const subscription = reader.subscribeToAll({
       fromPosition: 0,
       onEvents: (events) => {
@@ -89,7 +89,7 @@ describe("postgres event store", function () {
       while (writing || checkpoint < (await reader.headPosition())) {
         const page = await reader.readAll({ fromPosition: checkpoint, maxCount: 50 });
         for (const event of page) seen.push(event.position);
-        if (page.length > 0) checkpoint = page[page.length - 1]!.position;
+        if (page.length > 0) checkpoint = page[page.length - 1].position;
       }
     })();
     await Promise.all(

@@ -107,8 +107,8 @@ describe("sqlite event store", function () {
     expect(retained).to.equal(streams.length * keep);
     const appended = rounds * streams.length * 20;
     // 16000 events of ~400 bytes were appended (~6 MB); only 2000 are kept.
-    const settled = sizes[9]!;
-    const final = sizes[rounds - 1]!;
+    const settled = sizes[9];
+    const final = sizes[rounds - 1];
     console.log(`      db file after round 10: ${settled} B, after round ${rounds}: ${final} B (${appended} events appended)`);
     expect(final).to.be.at.most(settled * 1.25);
     expect(statSync(`${file}-wal`).size).to.be.at.most(16 * 1024 * 1024 + 1024 * 1024);
@@ -125,7 +125,7 @@ describe("sqlite event store", function () {
       for await (const line of lines) {
         if (line === "ready") continue;
         const [runText, append, stream] = line.split(" ");
-        acknowledged.set(`${runText}/${append}`, stream!);
+        acknowledged.set(`${runText}/${append}`, stream);
         if (++acks === killAfter) child.kill("SIGKILL");
       }
       expect((await exited).signal).to.equal("SIGKILL");
@@ -140,13 +140,16 @@ describe("sqlite event store", function () {
       byAppend.set(key, [...(byAppend.get(key) ?? []), event]);
     }
     for (const [key, events] of byAppend) {
-      expect(events.map((e) => (e.data as { i: number }).i), key).to.deep.equal([0, 1, 2, 3]);
+      expect(
+        events.map((e) => (e.data as { i: number }).i),
+        key,
+      ).to.deep.equal([0, 1, 2, 3]);
       const revisions = events.map((e) => e.revision);
-      expect(revisions, key).to.deep.equal([revisions[0]!, revisions[0]! + 1, revisions[0]! + 2, revisions[0]! + 3]);
+      expect(revisions, key).to.deep.equal([revisions[0], revisions[0] + 1, revisions[0] + 2, revisions[0] + 3]);
     }
     for (const [key, stream] of acknowledged) {
       expect(byAppend.has(key), `acknowledged append ${key} is missing`).to.equal(true);
-      expect(byAppend.get(key)![0]!.stream).to.equal(stream);
+      expect(byAppend.get(key)![0].stream).to.equal(stream);
     }
     console.log(`      ${acknowledged.size} acknowledged appends, ${byAppend.size} present after 4 SIGKILLs`);
   });

@@ -5,12 +5,15 @@ import { Data, Paged, pageBody } from "../pagination.js";
 import type { ApiKey as ApiKeyView } from "../../readModels/accounts.js";
 
 // An extension of the seed (which does not say how keys are issued): users manage their own keys.
-export const ApiKey = Type.Object({
-  id: Type.String({ description: "k_ id, derived from the key's hash" }),
-  name: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.Integer(),
-  api_key: Type.Optional(Type.String({ description: "the key itself: only in the create response" })),
-}, { $id: "ApiKey" });
+export const ApiKey = Type.Object(
+  {
+    id: Type.String({ description: "k_ id, derived from the key's hash" }),
+    name: Type.Union([Type.String(), Type.Null()]),
+    created_at: Type.Integer(),
+    api_key: Type.Optional(Type.String({ description: "the key itself: only in the create response" })),
+  },
+  { $id: "ApiKey" },
+);
 const toItem = (key: ApiKeyView) => ({ id: key.id, name: key.name, created_at: key.createdAt });
 
 export function apiKeyRoutes(deps: Pick<ApiDeps, "accounts" | "accountsView" | "projector">): Route[] {
@@ -36,7 +39,10 @@ export function apiKeyRoutes(deps: Pick<ApiDeps, "accounts" | "accountsView" | "
       fields: Object.keys(ApiKey.properties),
       response: { description: "the new key", schema: Data(ApiKey) },
       async handle({ caller, body }) {
-        const issued = await written(deps, deps.accounts.issueKey(caller.userId, { name: body.name ?? null }, { metadata: { by: caller.userId } }));
+        const issued = await written(
+          deps,
+          deps.accounts.issueKey(caller.userId, { name: body.name ?? null }, { metadata: { by: caller.userId } }),
+        );
         return { body: { data: { ...toItem(deps.accountsView.apiKey(issued.id)!), api_key: issued.apiKey } } };
       },
     }),

@@ -6,32 +6,38 @@ import { invalid, notFound } from "../../../commands/decider.js";
 import { REGISTRY_OWNER } from "../../../commands/components/component.js";
 import type { LoadedComponent } from "../../components/componentCache.js";
 
-export const ConfigurableProp = Type.Object({
-  name: Type.String(),
-  type: Type.String(),
-  label: Type.Optional(Type.String()),
-  description: Type.Optional(Type.String()),
-  default: Type.Optional(Type.Unknown()),
-  app: Type.Optional(Type.String({ description: "for app-type props" })),
-  optional: Type.Optional(Type.Boolean()),
-  secret: Type.Optional(Type.Boolean()),
-  min: Type.Optional(Type.Integer()),
-  max: Type.Optional(Type.Integer()),
-  options: Type.Optional(Type.Array(Type.Unknown())),
-}, { $id: "ConfigurableProp", additionalProperties: true });
+export const ConfigurableProp = Type.Object(
+  {
+    name: Type.String(),
+    type: Type.String(),
+    label: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
+    default: Type.Optional(Type.Unknown()),
+    app: Type.Optional(Type.String({ description: "for app-type props" })),
+    optional: Type.Optional(Type.Boolean()),
+    secret: Type.Optional(Type.Boolean()),
+    min: Type.Optional(Type.Integer()),
+    max: Type.Optional(Type.Integer()),
+    options: Type.Optional(Type.Array(Type.Unknown())),
+  },
+  { $id: "ConfigurableProp", additionalProperties: true },
+);
 
-export const Component = Type.Object({
-  id: Type.String({ description: "sc_ id" }),
-  key: Type.Union([Type.String(), Type.Null()]),
-  code: Type.String(),
-  code_hash: Type.String({ description: "SHA-256 of the code, hex" }),
-  name: Type.String(),
-  version: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
-  configurable_props: Type.Array(ConfigurableProp),
-  created_at: Type.Integer(),
-  updated_at: Type.Integer(),
-}, { $id: "Component" });
+export const Component = Type.Object(
+  {
+    id: Type.String({ description: "sc_ id" }),
+    key: Type.Union([Type.String(), Type.Null()]),
+    code: Type.String(),
+    code_hash: Type.String({ description: "SHA-256 of the code, hex" }),
+    name: Type.String(),
+    version: Type.String(),
+    description: Type.Union([Type.String(), Type.Null()]),
+    configurable_props: Type.Array(ConfigurableProp),
+    created_at: Type.Integer(),
+    updated_at: Type.Integer(),
+  },
+  { $id: "Component" },
+);
 
 export function componentView(component: LoadedComponent) {
   return {
@@ -52,7 +58,9 @@ export function componentView(component: LoadedComponent) {
 /** Bodies that carry component code: component_code wins, component_url is then only metadata. */
 export const componentCode = {
   component_code: Type.Optional(Type.String({ minLength: 1, maxLength: 512 * 1024, description: "full component code" })),
-  component_url: Type.Optional(Type.String({ format: "uri", pattern: "^https?://", maxLength: 2048, description: "where to fetch the code" })),
+  component_url: Type.Optional(
+    Type.String({ format: "uri", pattern: "^https?://", maxLength: 2048, description: "where to fetch the code" }),
+  ),
 };
 
 export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "components" | "projector">): Route[] {
@@ -71,9 +79,18 @@ export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "comp
         const ownerId = deps.access.ownerForCreate(caller, body.org_id ?? query.org_id);
         const { component_code: code, component_url: url } = body;
         if (code === undefined && url === undefined) {
-          throw invalid("give component_code or component_url", [{ path: "body.component_code", message: "is required without component_url" }]);
+          throw invalid("give component_code or component_url", [
+            { path: "body.component_code", message: "is required without component_url" },
+          ]);
         }
-        const saved = await written(deps, deps.catalog.save(ownerId, { ...(code !== undefined ? { code } : {}), ...(url !== undefined ? { url } : {}) }, { metadata: { by: caller.userId } }));
+        const saved = await written(
+          deps,
+          deps.catalog.save(
+            ownerId,
+            { ...(code !== undefined ? { code } : {}), ...(url !== undefined ? { url } : {}) },
+            { metadata: { by: caller.userId } },
+          ),
+        );
         return { body: { data: componentView(deps.components.get(saved.componentId)!) } };
       },
     }),

@@ -11,46 +11,62 @@ import { notFound } from "../../../commands/decider.js";
 /** Event data over this many bytes of JSON is shortened in listings unless expand=event. */
 export const EVENT_PREVIEW_BYTES = 1024;
 
-export const EventSummary = Type.Object({
-  id: Type.String({ description: "<epoch ms>-<sequence>, ordered by time" }),
-  indexed_at_ms: Type.Integer(),
-  event: Type.Unknown({ description: "the emitted data; over 1 KB and without expand=event: {$truncated, bytes, preview}" }),
-  metadata: Type.Object({
-    emit_id: Type.Union([Type.String(), Type.Null()]),
-    name: Type.String({ description: "channel; empty for the default channel" }),
-    emitter_id: Type.String(),
-    summary: Type.Union([Type.String(), Type.Null()]),
-  }),
-}, { $id: "EventSummary" });
+export const EventSummary = Type.Object(
+  {
+    id: Type.String({ description: "<epoch ms>-<sequence>, ordered by time" }),
+    indexed_at_ms: Type.Integer(),
+    event: Type.Unknown({ description: "the emitted data; over 1 KB and without expand=event: {$truncated, bytes, preview}" }),
+    metadata: Type.Object({
+      emit_id: Type.Union([Type.String(), Type.Null()]),
+      name: Type.String({ description: "channel; empty for the default channel" }),
+      emitter_id: Type.String(),
+      summary: Type.Union([Type.String(), Type.Null()]),
+    }),
+  },
+  { $id: "EventSummary" },
+);
 
 export const LogLine = Type.Object({ ts: Type.Integer(), level: Type.String(), message: Type.String() }, { $id: "LogLine" });
 
-export const RunLog = Type.Object({
-  id: Type.String({ description: "the invocation id" }),
-  trigger: Type.String({ description: "http, timer, manual, deploy, activate or deactivate" }),
-  started_at_ms: Type.Integer(),
-  ended_at_ms: Type.Integer(),
-  compute_ms: Type.Integer(),
-  ok: Type.Boolean(),
-  error: Type.Union([Type.Object({ name: Type.String(), message: Type.String(), stack: Type.Optional(Type.String()) }), Type.Null()]),
-  lines: Type.Array(LogLine),
-}, { $id: "RunLog" });
+export const RunLog = Type.Object(
+  {
+    id: Type.String({ description: "the invocation id" }),
+    trigger: Type.String({ description: "http, timer, manual, deploy, activate or deactivate" }),
+    started_at_ms: Type.Integer(),
+    ended_at_ms: Type.Integer(),
+    compute_ms: Type.Integer(),
+    ok: Type.Boolean(),
+    error: Type.Union([Type.Object({ name: Type.String(), message: Type.String(), stack: Type.Optional(Type.String()) }), Type.Null()]),
+    lines: Type.Array(LogLine),
+  },
+  { $id: "RunLog" },
+);
 
-export const RunOutcome = Type.Object({
-  invocation_id: Type.String(),
-  ok: Type.Union([Type.Boolean(), Type.Null()]),
-  error: Type.Union([Type.Object({ name: Type.String(), message: Type.String(), code: Type.Optional(Type.String()) }), Type.Null()]),
-  emitted: Type.Array(Type.Object({ id: Type.String(), channel: Type.String() })),
-  logs: Type.Array(LogLine),
-  response: Type.Union([Type.Object({ status: Type.Integer(), headers: Type.Record(Type.String(), Type.Unknown()), body: Type.Unknown() }), Type.Null()]),
-}, { $id: "RunOutcome" });
+export const RunOutcome = Type.Object(
+  {
+    invocation_id: Type.String(),
+    ok: Type.Union([Type.Boolean(), Type.Null()]),
+    error: Type.Union([Type.Object({ name: Type.String(), message: Type.String(), code: Type.Optional(Type.String()) }), Type.Null()]),
+    emitted: Type.Array(Type.Object({ id: Type.String(), channel: Type.String() })),
+    logs: Type.Array(LogLine),
+    response: Type.Union([
+      Type.Object({ status: Type.Integer(), headers: Type.Record(Type.String(), Type.Unknown()), body: Type.Unknown() }),
+      Type.Null(),
+    ]),
+  },
+  { $id: "RunOutcome" },
+);
 
 export function eventSummary(event: EmittedEvent, expand: boolean) {
   let data = event.event;
   if (!expand && event.eventBytes > EVENT_PREVIEW_BYTES) {
     // A documented, valid-JSON shortening: the first 1 KB of the event's JSON text, and its full size.
     const text = JSON.stringify(event.event);
-    data = { $truncated: true, bytes: event.eventBytes, preview: Buffer.from(text, "utf8").subarray(0, EVENT_PREVIEW_BYTES).toString("utf8") };
+    data = {
+      $truncated: true,
+      bytes: event.eventBytes,
+      preview: Buffer.from(text, "utf8").subarray(0, EVENT_PREVIEW_BYTES).toString("utf8"),
+    };
   }
   return {
     id: event.id,
@@ -87,7 +103,10 @@ const EVENT_ID = Type.String({ pattern: "^[0-9]{1,16}-[0-9]{1,9}$" });
 const SOURCE_ID = Type.String({ maxLength: 100, description: "dc_ id" });
 
 export function eventRoutes(
-  deps: Pick<ApiDeps, "access" | "sources" | "events" | "runLogs" | "emitters" | "admission" | "invocations" | "projector" | "clock" | "settings">,
+  deps: Pick<
+    ApiDeps,
+    "access" | "sources" | "events" | "runLogs" | "emitters" | "admission" | "invocations" | "projector" | "clock" | "settings"
+  >,
 ): Route[] {
   return [
     route({
@@ -101,7 +120,9 @@ export function eventRoutes(
       query: {
         n: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "alias of limit" })),
         expand: Type.Optional(Type.Literal("event", { description: "event: full event data" })),
-        event_name: Type.Optional(Type.String({ maxLength: 200, description: "one channel only: empty for the default channel, $errors, $logs, or a name" })),
+        event_name: Type.Optional(
+          Type.String({ maxLength: 200, description: "one channel only: empty for the default channel, $errors, $logs, or a name" }),
+        ),
       },
       fields: Object.keys(EventSummary.properties),
       errors: ["not_found"],
@@ -123,7 +144,11 @@ export function eventRoutes(
       params: { id: SOURCE_ID },
       query: { start_id: Type.Optional(EVENT_ID), end_id: Type.Optional(EVENT_ID) },
       errors: ["not_found"],
-      response: { status: 202, description: "accepted: the events disappear from listings shortly", schema: Type.Object({ accepted: Type.Literal(true) }) },
+      response: {
+        status: 202,
+        description: "accepted: the events disappear from listings shortly",
+        schema: Type.Object({ accepted: Type.Literal(true) }),
+      },
       async handle({ caller, params, query }) {
         const source = visibleSource(deps, caller, params.id);
         // Appended now (durable), projected shortly after: the 202 does not wait for the read model.
@@ -145,7 +170,9 @@ export function eventRoutes(
       fields: Object.keys(RunLog.properties),
       errors: ["not_found"],
       response: { description: "a page of run logs", schema: Paged(RunLog) },
-      handle: ({ caller, params, page }) => ({ body: pageBody(deps.runLogs.logs(visibleSource(deps, caller, params.id).id, page), logView) }),
+      handle: ({ caller, params, page }) => ({
+        body: pageBody(deps.runLogs.logs(visibleSource(deps, caller, params.id).id, page), logView),
+      }),
     }),
     route({
       method: "POST",
@@ -162,21 +189,31 @@ export function eventRoutes(
         const invocationId = newId("inv");
         const event = body.event ?? { manual: true, timestamp: Math.floor(deps.clock.now() / 1000) };
         deps.admission.admit({ invocationId, sourceId: source.id, ownerId: source.creatorId, bytes: JSON.stringify(event).length + 1024 });
-        const reply = await deps.admission.during(invocationId, deps.invocations.submitAndWait({
+        const reply = await deps.admission.during(
           invocationId,
-          sourceId: source.id,
-          trigger: "manual",
-          event,
-          minPosition: deps.projector.position,
-          enqueuedMs: deps.clock.now(),
-        }, deps.settings.runWaitMs));
+          deps.invocations.submitAndWait(
+            {
+              invocationId,
+              sourceId: source.id,
+              trigger: "manual",
+              event,
+              minPosition: deps.projector.position,
+              enqueuedMs: deps.clock.now(),
+            },
+            deps.settings.runWaitMs,
+          ),
+        );
         if (reply.status === "gone") throw notFound("source");
         if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
         return {
           body: {
             data: {
-              invocation_id: invocationId, ok: reply.ok ?? null, error: reply.error ?? null, emitted: reply.emitted ?? [],
-              logs: reply.logs ?? [], response: reply.response ?? null,
+              invocation_id: invocationId,
+              ok: reply.ok ?? null,
+              error: reply.error ?? null,
+              emitted: reply.emitted ?? [],
+              logs: reply.logs ?? [],
+              response: reply.response ?? null,
             },
           },
         };

@@ -9,17 +9,22 @@ import { viewProps } from "../../sources/configuredProps.js";
 import type { Source as SourceView } from "../../readModels/sources.js";
 import type { LoadedComponent } from "../../components/componentCache.js";
 
-export const Source = Type.Object({
-  id: Type.String({ description: "dc_ id" }),
-  user_id: Type.Optional(Type.String({ description: "who deployed it (create responses)" })),
-  component_id: Type.String(),
-  configured_props: Type.Record(Type.String(), Type.Unknown(), { description: "secrets redacted; timers as {cron, interval_seconds}; http as {endpoint_url}" }),
-  active: Type.Boolean(),
-  created_at: Type.Integer(),
-  updated_at: Type.Integer(),
-  name: Type.String(),
-  name_slug: Type.String(),
-}, { $id: "Source" });
+export const Source = Type.Object(
+  {
+    id: Type.String({ description: "dc_ id" }),
+    user_id: Type.Optional(Type.String({ description: "who deployed it (create responses)" })),
+    component_id: Type.String(),
+    configured_props: Type.Record(Type.String(), Type.Unknown(), {
+      description: "secrets redacted; timers as {cron, interval_seconds}; http as {endpoint_url}",
+    }),
+    active: Type.Boolean(),
+    created_at: Type.Integer(),
+    updated_at: Type.Integer(),
+    name: Type.String(),
+    name_slug: Type.String(),
+  },
+  { $id: "Source" },
+);
 
 const SOURCE_ID = Type.String({ maxLength: 100, description: "dc_ id" });
 
@@ -37,7 +42,9 @@ export function sourceView(deps: Pick<ApiDeps, "components" | "endpointUrl">, so
     id: source.id,
     ...(withUser ? { user_id: source.creatorId } : {}),
     component_id: source.componentId,
-    configured_props: component ? viewProps(component.meta.component.props, source.configuredProps, deps.endpointUrl(source.endpointId)) : {},
+    configured_props: component
+      ? viewProps(component.meta.component.props, source.configuredProps, deps.endpointUrl(source.endpointId))
+      : {},
     active: source.active,
     created_at: source.createdAt,
     updated_at: source.updatedAt,
@@ -56,7 +63,12 @@ async function resolveComponent(
   deps: SourceDeps,
   caller: Caller,
   ownerId: string,
-  body: { component_id?: string | undefined; component_code?: string | undefined; component_url?: string | undefined; key?: string | undefined },
+  body: {
+    component_id?: string | undefined;
+    component_code?: string | undefined;
+    component_url?: string | undefined;
+    key?: string | undefined;
+  },
 ): Promise<LoadedComponent | undefined> {
   if (body.component_id !== undefined) {
     const found = deps.catalog.usable(body.component_id, (owner) => deps.access.canSee(caller, owner));
@@ -64,10 +76,17 @@ async function resolveComponent(
     return found;
   }
   if (body.component_code !== undefined || body.component_url !== undefined) {
-    const saved = await written(deps, deps.catalog.save(ownerId, {
-      ...(body.component_code !== undefined ? { code: body.component_code } : {}),
-      ...(body.component_url !== undefined ? { url: body.component_url } : {}),
-    }, { metadata: { by: caller.userId } }));
+    const saved = await written(
+      deps,
+      deps.catalog.save(
+        ownerId,
+        {
+          ...(body.component_code !== undefined ? { code: body.component_code } : {}),
+          ...(body.component_url !== undefined ? { url: body.component_url } : {}),
+        },
+        { metadata: { by: caller.userId } },
+      ),
+    );
     return deps.components.get(saved.componentId);
   }
   if (body.key !== undefined) {
@@ -103,14 +122,17 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
             { path: "body.component_id", message: "one of component_id, component_code, component_url, key is required" },
           ]);
         }
-        const deployed = await written(deps, deps.lifecycle.deploy({
-          ownerId,
-          creatorId: caller.userId,
-          component,
-          ...(body.name !== undefined ? { name: body.name } : {}),
-          configuredProps: body.configured_props ?? {},
-          metadata: { by: caller.userId },
-        }));
+        const deployed = await written(
+          deps,
+          deps.lifecycle.deploy({
+            ownerId,
+            creatorId: caller.userId,
+            component,
+            ...(body.name !== undefined ? { name: body.name } : {}),
+            configuredProps: body.configured_props ?? {},
+            metadata: { by: caller.userId },
+          }),
+        );
         return { body: { data: sourceView(deps, deps.sources.source(deployed.sourceId)!, true) } };
       },
     }),
@@ -136,8 +158,9 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
       fields,
       errors: ["not_found"],
       response: { description: "a page of sources, oldest first", schema: Paged(Source) },
-      handle: ({ caller, params, page }) =>
-        ({ body: pageBody(deps.sources.sourcesOf(deps.access.org(caller, params.org_id), page), (s) => sourceView(deps, s)) }),
+      handle: ({ caller, params, page }) => ({
+        body: pageBody(deps.sources.sourcesOf(deps.access.org(caller, params.org_id), page), (s) => sourceView(deps, s)),
+      }),
     }),
     route({
       method: "GET",
@@ -172,16 +195,19 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
         const source = visibleSource(deps, caller, params.id);
         const previousComponent = deps.components.get(source.componentId)!;
         const component = (await resolveComponent(deps, caller, source.ownerId, body)) ?? previousComponent;
-        const updated = await written(deps, deps.lifecycle.update({
-          source,
-          component,
-          previousComponent,
-          ...(body.name !== undefined ? { name: body.name } : {}),
-          ...(body.configured_props !== undefined ? { configuredProps: body.configured_props } : {}),
-          active: body.active !== false,
-          force: query.force === true,
-          metadata: { by: caller.userId },
-        }));
+        const updated = await written(
+          deps,
+          deps.lifecycle.update({
+            source,
+            component,
+            previousComponent,
+            ...(body.name !== undefined ? { name: body.name } : {}),
+            ...(body.configured_props !== undefined ? { configuredProps: body.configured_props } : {}),
+            active: body.active !== false,
+            force: query.force === true,
+            metadata: { by: caller.userId },
+          }),
+        );
         return { body: { data: sourceView(deps, deps.sources.source(updated.sourceId)!) } };
       },
     }),
@@ -197,9 +223,15 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
       response: { status: 204, description: "deleted" },
       async handle({ caller, params, query }) {
         const source = visibleSource(deps, caller, params.id);
-        await written(deps, deps.lifecycle.delete({
-          source, component: deps.components.get(source.componentId)!, force: query.force === true, metadata: { by: caller.userId },
-        }));
+        await written(
+          deps,
+          deps.lifecycle.delete({
+            source,
+            component: deps.components.get(source.componentId)!,
+            force: query.force === true,
+            metadata: { by: caller.userId },
+          }),
+        );
         return { status: 204 };
       },
     }),

@@ -5,19 +5,22 @@ import { Data } from "../pagination.js";
 import { notFound } from "../../../commands/decider.js";
 import { billingPeriod } from "../../readModels/usage.js";
 
-export const User = Type.Object({
-  id: Type.String(),
-  username: Type.String(),
-  email: Type.String(),
-  orgs: Type.Array(Type.Object({ name: Type.String(), id: Type.String(), orgname: Type.String(), email: Type.String() })),
-  daily_compute_time_quota: Type.Optional(Type.Integer({ description: "milliseconds of compute per UTC day (free plan)" })),
-  daily_compute_time_used: Type.Optional(Type.Integer({ description: "milliseconds used today (UTC)" })),
-  daily_invocations_quota: Type.Optional(Type.Integer({ description: "invocations per UTC day (free plan)" })),
-  daily_invocations_used: Type.Optional(Type.Integer()),
-  billing_period_start_ts: Type.Optional(Type.Integer({ description: "epoch seconds (paid plan)" })),
-  billing_period_end_ts: Type.Optional(Type.Integer({ description: "epoch seconds (paid plan)" })),
-  billing_period_invocations: Type.Optional(Type.Integer()),
-}, { $id: "User" });
+export const User = Type.Object(
+  {
+    id: Type.String(),
+    username: Type.String(),
+    email: Type.String(),
+    orgs: Type.Array(Type.Object({ name: Type.String(), id: Type.String(), orgname: Type.String(), email: Type.String() })),
+    daily_compute_time_quota: Type.Optional(Type.Integer({ description: "milliseconds of compute per UTC day (free plan)" })),
+    daily_compute_time_used: Type.Optional(Type.Integer({ description: "milliseconds used today (UTC)" })),
+    daily_invocations_quota: Type.Optional(Type.Integer({ description: "invocations per UTC day (free plan)" })),
+    daily_invocations_used: Type.Optional(Type.Integer()),
+    billing_period_start_ts: Type.Optional(Type.Integer({ description: "epoch seconds (paid plan)" })),
+    billing_period_end_ts: Type.Optional(Type.Integer({ description: "epoch seconds (paid plan)" })),
+    billing_period_invocations: Type.Optional(Type.Integer()),
+  },
+  { $id: "User" },
+);
 
 export function userRoutes(deps: Pick<ApiDeps, "accountsView" | "usage" | "clock" | "settings">): Route[] {
   return [

@@ -7,10 +7,7 @@ export interface GroupMemberView {
   readonly topics: ReadonlySet<string>;
 }
 
-export function assignPartitions(
-  members: readonly GroupMemberView[],
-  partitionsByTopic: ReadonlyMap<string, number>,
-): Map<string, number> {
+export function assignPartitions(members: readonly GroupMemberView[], partitionsByTopic: ReadonlyMap<string, number>): Map<string, number> {
   const assignment = new Map<string, number>();
   let turn = 0;
   for (const topic of [...partitionsByTopic.keys()].sort()) {
@@ -18,7 +15,7 @@ export function assignPartitions(
     if (eligible.length === 0) continue;
     const partitions = partitionsByTopic.get(topic)!;
     for (let partition = 0; partition < partitions; partition++) {
-      assignment.set(partitionKey(topic, partition), eligible[turn % eligible.length]!.id);
+      assignment.set(partitionKey(topic, partition), eligible[turn % eligible.length].id);
       turn++;
     }
   }

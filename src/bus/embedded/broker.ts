@@ -203,7 +203,9 @@ class PartitionWorker {
   private async readAhead(owner: Member): Promise<void> {
     this.keyed ??= { owner, dispatcher: owner.dispatcher(this.topic, this.partition, this.next, () => this.wake()) };
     const { dispatcher } = this.keyed;
-    const records = dispatcher.paused ? [] : this.group.broker.log.read(this.topic, this.partition, this.next, Math.min(dispatcher.room, readAheadBatch));
+    const records = dispatcher.paused
+      ? []
+      : this.group.broker.log.read(this.topic, this.partition, this.next, Math.min(dispatcher.room, readAheadBatch));
     if (records.length === 0) {
       await this.sleep();
       return;

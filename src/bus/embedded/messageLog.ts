@@ -108,8 +108,7 @@ export class MessageLog {
           "(SELECT MIN(next_offset) FROM bus_offsets WHERE topic = ? AND partition = ?)",
       ),
       forgetGroups: this.db.prepare<[number]>(
-        "DELETE FROM bus_offsets WHERE group_id IN " +
-          "(SELECT group_id FROM bus_offsets GROUP BY group_id HAVING MAX(updated) < ?)",
+        "DELETE FROM bus_offsets WHERE group_id IN " + "(SELECT group_id FROM bus_offsets GROUP BY group_id HAVING MAX(updated) < ?)",
       ),
     };
     for (const { name, partitions } of this.statements.topics.all()) this.partitionCounts.set(name, partitions);
@@ -197,7 +196,9 @@ export class MessageLog {
 
   /** Messages still stored for a partition (what retention has not deleted yet). */
   retained(topic: string, partition: number): number {
-    return (this.db.prepare("SELECT COUNT(*) AS n FROM bus_messages WHERE topic = ? AND partition = ?").get(topic, partition) as { n: number }).n;
+    return (
+      this.db.prepare("SELECT COUNT(*) AS n FROM bus_messages WHERE topic = ? AND partition = ?").get(topic, partition) as { n: number }
+    ).n;
   }
 
   close(): void {

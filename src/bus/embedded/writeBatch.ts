@@ -30,7 +30,7 @@ export class WriteBatch {
 
   run<T>(work: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.#queue.push({ work, resolve: resolve, reject });
       if (this.#scheduled) return;
       this.#scheduled = true;
       setImmediate(() => this.flush());

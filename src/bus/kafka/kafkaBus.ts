@@ -83,8 +83,10 @@ class KafkaBus implements Bus {
       allowAutoTopicCreation: false,
       // Bounded so a dead cluster fails publish (the caller decides) instead of hanging forever.
       retry: { retries: 8 },
-      createPartitioner: () => ({ partitionMetadata, message }) =>
-        partitionForKey(String(message.key), partitionMetadata.length),
+      createPartitioner:
+        () =>
+        ({ partitionMetadata, message }) =>
+          partitionForKey(String(message.key), partitionMetadata.length),
     });
     this.producer = new Lazy(producer);
     this.produce = new ProduceBatcher(
@@ -112,7 +114,10 @@ class KafkaBus implements Bus {
         topics: missing.map(({ name, partitions }) => ({ topic: name, numPartitions: partitions })),
         waitForLeaders: false,
       });
-      await waitForLeaders(admin, missing.map(({ name }) => name));
+      await waitForLeaders(
+        admin,
+        missing.map(({ name }) => name),
+      );
     }
     for (const { name } of topics) this.knownTopics.add(name);
   }
@@ -136,7 +141,8 @@ class KafkaBus implements Bus {
     this.assertOpen();
     const mode = consumeMode(options);
     await this.assertTopics(options.topics);
-    const startAt = options.fromBeginning === false ? await this.endsOfUncommitted(options.groupId, options.topics) : new Map<string, string>();
+    const startAt =
+      options.fromBeginning === false ? await this.endsOfUncommitted(options.groupId, options.topics) : new Map<string, string>();
     const consumer = new KafkaConsumer(this.kafka, this.options, options, mode.keyed, startAt, this.log);
     this.consumers.add(consumer);
     try {
@@ -295,9 +301,9 @@ class ProduceBatcher {
   /** The oldest publishes up to maxBatchBytes; at least one, and one at least that large alone. */
   private take(): QueuedPublish[] {
     let count = 1;
-    let bytes = this.queue[0]!.bytes;
+    let bytes = this.queue[0].bytes;
     if (bytes < this.maxBatchBytes) {
-      while (count < this.queue.length && bytes + this.queue[count]!.bytes <= this.maxBatchBytes) bytes += this.queue[count++]!.bytes;
+      while (count < this.queue.length && bytes + this.queue[count].bytes <= this.maxBatchBytes) bytes += this.queue[count++].bytes;
     }
     const batch = this.queue.splice(0, count);
     this.queuedBytes -= bytes;
@@ -307,8 +313,12 @@ class ProduceBatcher {
 
 /** Bytes a message adds to a produce request, roughly (record overhead included). */
 function estimatedSize(message: kafkajs.Message): number {
-  let size = 70 + Buffer.byteLength(String(message.key ?? "")) + (Buffer.isBuffer(message.value) ? message.value.length : Buffer.byteLength(String(message.value ?? "")));
-  for (const [name, value] of Object.entries(message.headers ?? {})) size += Buffer.byteLength(name) + Buffer.byteLength(String(value ?? ""));
+  let size =
+    70 +
+    Buffer.byteLength(String(message.key ?? "")) +
+    (Buffer.isBuffer(message.value) ? message.value.length : Buffer.byteLength(String(message.value ?? "")));
+  for (const [name, value] of Object.entries(message.headers ?? {}))
+    size += Buffer.byteLength(name) + Buffer.byteLength(String(value ?? ""));
   return size;
 }
 
@@ -430,7 +440,8 @@ class KafkaConsumer {
       });
       if (replace) void this.replace();
     });
-    if (this.keyed) consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.assigned(consumer, payload.memberId, payload.memberAssignment));
+    if (this.keyed)
+      consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.assigned(consumer, payload.memberId, payload.memberAssignment));
     return consumer;
   }
 
@@ -506,7 +517,7 @@ class KafkaConsumer {
     this.dispatchers.delete(key);
     if (busy.size === 0) return;
     let leftover = this.leftovers.get(key);
-    if (!leftover) this.leftovers.set(key, (leftover = new Map()));
+    if (!leftover) this.leftovers.set(key, (leftover = new Map<string, Promise<void>>()));
     const calls = leftover;
     for (const [recordKey, running] of busy) {
       calls.set(recordKey, running);
@@ -548,7 +559,12 @@ class KafkaConsumer {
     return dispatcher;
   }
 
-  private async eachBatch(consumer: kafkajs.Consumer, { batch, resolveOffset, pause, isRunning, isStale }: kafkajs.EachBatchPayload): Promise<void> {
+  private async eachBatch(
+    consumer: kafkajs.Consumer,
+    // kafkajs hands these over as closures over its own state, not as methods.
+    // eslint-disable-next-line @typescript-eslint/unbound-method
+    { batch, resolveOffset, pause, isRunning, isStale }: kafkajs.EachBatchPayload,
+  ): Promise<void> {
     // A batch fetched before a seek, or by a consumer already replaced, is read again properly later.
     if (consumer !== this.consumer || !isRunning() || isStale()) return;
     if (this.stopped.fired) {
@@ -575,6 +591,8 @@ class KafkaConsumer {
     return handled.finally(() => this.inFlight.delete(handled));
   }
 
+  // kafkajs's heartbeat is a closure over its own state, not a method.
+  // eslint-disable-next-line @typescript-eslint/unbound-method
   private async handle(consumer: kafkajs.Consumer, { topic, partition, message, heartbeat }: kafkajs.EachMessagePayload): Promise<void> {
     const record = toRecord(topic, partition, message);
     // kafkajs heartbeats only between records: keep the membership alive while a handler runs
@@ -608,9 +626,9 @@ class KafkaConsumer {
           error: failure,
           fields: { groupId: this.options.groupId, topic, partition, offset: message.offset, attempt },
         });
-        if (rebalance) throw rebalance;
+        if (rebalance) throw asError(rebalance);
         if (!(await this.stopped.pause(retryDelay(attempt, this.options.retry ?? defaultRetryPolicy)))) return;
-        if (rebalance) throw rebalance;
+        if (rebalance) throw asError(rebalance);
       }
     } finally {
       clearInterval(beating);
@@ -644,6 +662,9 @@ async function waitForLeaders(admin: kafkajs.Admin, topics: readonly string[], t
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/** kafkajs errors are Errors; this keeps the type honest for anything else. */
+const asError = (value: unknown): Error => (value instanceof Error ? value : new Error("kafkajs reported a rebalance"));
 
 function toRecord(topic: string, partition: number, message: kafkajs.KafkaMessage): BusRecord {
   const headers: Record<string, string> = {};

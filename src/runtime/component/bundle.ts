@@ -32,7 +32,7 @@ const ENTRY = "component-entry";
 const MAX_MODULES = 50;
 
 function loaderFor(url: string, typescript: boolean): esbuild.Loader {
-  const pathname = url.split(/[?#]/)[0]!;
+  const pathname = url.split(/[?#]/)[0];
   if (/\.(ts|mts|cts)$/.test(pathname)) return "ts";
   if (/\.json$/.test(pathname)) return "json";
   if (/\.(js|mjs|cjs)$/.test(pathname)) return "js";
@@ -48,20 +48,17 @@ function who(importer: string, namespace: string): string {
   return "the component";
 }
 
-export async function bundleComponent(
-  input: BundleInput,
-  deps: { npm: NpmCache; loadModule: ModuleLoader },
-): Promise<BundleResult> {
+export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache; loadModule: ModuleLoader }): Promise<BundleResult> {
   const packages = new Map<string, string>();
   const modules: string[] = [];
   // TypeScript when asked, or when component_url names a .ts file.
-  const typescript = input.typescript ?? (input.url !== undefined && /\.(ts|mts|cts)$/.test(input.url.split(/[?#]/)[0]!));
+  const typescript = input.typescript ?? (input.url !== undefined && /\.(ts|mts|cts)$/.test(input.url.split(/[?#]/)[0]));
 
   const plugin: esbuild.Plugin = {
     name: "headwater-component",
     setup(build) {
       build.onResolve({ filter: /.*/ }, async (args) => {
-        if (args.pluginData?.headwaterPassThrough) return undefined;
+        if ((args.pluginData as { headwaterPassThrough?: boolean } | undefined)?.headwaterPassThrough) return undefined;
         if (args.kind === "entry-point") return { path: ENTRY, namespace: "component" };
         const spec = args.path;
         const fromComponentCode = args.namespace === "component" || args.namespace === "remote";
@@ -76,7 +73,12 @@ export async function bundleComponent(
           if (SANDBOX_BUILTINS.has(builtin)) return { path: builtin, namespace: "sandbox-module" };
           if (!fromComponentCode) {
             // A package may map the module away for browsers ("browser": { "fs": false }).
-            const mapped = await build.resolve(spec, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: { headwaterPassThrough: true } });
+            const mapped = await build.resolve(spec, {
+              kind: args.kind,
+              resolveDir: args.resolveDir,
+              importer: args.importer,
+              pluginData: { headwaterPassThrough: true },
+            });
             if (mapped.errors.length === 0 && mapped.path) return mapped;
           }
           return {
@@ -116,12 +118,18 @@ export async function bundleComponent(
             pluginData: { headwaterPassThrough: true },
           });
           if (result.errors.length > 0) {
-            return { errors: [{ text: `npm package "${npmSpec.name}@${installed.version}" cannot be bundled for the sandbox: ${result.errors[0]!.text}` }] };
+            return {
+              errors: [
+                { text: `npm package "${npmSpec.name}@${installed.version}" cannot be bundled for the sandbox: ${result.errors[0].text}` },
+              ],
+            };
           }
           return result;
         }
         if (spec.endsWith(".node")) {
-          return { errors: [{ text: `${who(args.importer, args.namespace)} loads a native addon (${spec}), which cannot run in the sandbox` }] };
+          return {
+            errors: [{ text: `${who(args.importer, args.namespace)} loads a native addon (${spec}), which cannot run in the sandbox` }],
+          };
         }
         return undefined;
       });
@@ -132,7 +140,8 @@ export async function bundleComponent(
       }));
 
       build.onLoad({ filter: /.*/, namespace: "remote" }, async (args) => {
-        if (modules.length >= MAX_MODULES) return { errors: [{ text: `a component may import at most ${MAX_MODULES} modules by path or URL` }] };
+        if (modules.length >= MAX_MODULES)
+          return { errors: [{ text: `a component may import at most ${MAX_MODULES} modules by path or URL` }] };
         modules.push(args.path);
         try {
           return { contents: await deps.loadModule(args.path), loader: loaderFor(args.path, typescript) };
@@ -147,7 +156,9 @@ export async function bundleComponent(
       }));
 
       build.onLoad({ filter: /\.node$/ }, (args) => ({
-        errors: [{ text: `${who(args.path, "file")} contains a native addon (${args.path.split("/").pop()}), which cannot run in the sandbox` }],
+        errors: [
+          { text: `${who(args.path, "file")} contains a native addon (${args.path.split("/").pop()}), which cannot run in the sandbox` },
+        ],
       }));
     },
   };
@@ -185,7 +196,7 @@ export async function bundleComponent(
   }
   const entryInput = result.metafile.inputs[`component:${ENTRY}`];
   return {
-    bundle: result.outputFiles[0]!.text,
+    bundle: result.outputFiles[0].text,
     packages: [...packages.entries()].map(([name, version]) => ({ name, version })).sort((a, b) => a.name.localeCompare(b.name)),
     modules: [...modules].sort(),
     moduleFormat: entryInput?.format === "cjs" ? "cjs" : "esm",

@@ -1,5 +1,5 @@
 // configurable_props in the seed's Component shape, from the normalized props.
-import type { ConfigurableProp, NormalizedProp } from "../types.js";
+import type { ConfigurableProp, NormalizedProp, PropOption } from "../types.js";
 
 export function configurableProps(props: readonly NormalizedProp[]): ConfigurableProp[] {
   return props.map((p) => {
@@ -12,7 +12,7 @@ export function configurableProps(props: readonly NormalizedProp[]): Configurabl
     if (p.secret) out.secret = true;
     if (p.min !== undefined) out.min = p.min;
     if (p.max !== undefined) out.max = p.max;
-    if (Array.isArray(p.options)) out.options = [...p.options];
+    if (Array.isArray(p.options)) out.options = [...(p.options as readonly PropOption[])];
     return out;
   });
 }

@@ -15,7 +15,12 @@ export function httpModuleLoader(opts: { allowPrivateNetworks?: boolean; timeout
       throw new ModuleFetchError(`cannot load ${url}: only http and https module URLs are supported`);
     }
     const res = await outboundRequest(
-      { url, timeoutMs: opts.timeoutMs ?? 10_000, maxResponseBytes: opts.maxBytes ?? 1024 * 1024, headers: { accept: "text/javascript, application/javascript, text/plain, */*" } },
+      {
+        url,
+        timeoutMs: opts.timeoutMs ?? 10_000,
+        maxResponseBytes: opts.maxBytes ?? 1024 * 1024,
+        headers: { accept: "text/javascript, application/javascript, text/plain, */*" },
+      },
       { allowPrivateNetworks: opts.allowPrivateNetworks ?? false },
     );
     if (res.status < 200 || res.status >= 300) throw new ModuleFetchError(`cannot load ${url}: the server answered ${res.status}`);

@@ -76,10 +76,11 @@ export class NpmCache {
     const index = await this.readIndex(name);
     const versions = Object.keys(index.versions);
     let version: string | null = null;
-    if (range === undefined || range === "latest") version = semver.maxSatisfying(versions, "*", { includePrerelease: false }) ?? versions.sort(semver.rcompare)[0] ?? null;
+    if (range === undefined || range === "latest")
+      version = semver.maxSatisfying(versions, "*", { includePrerelease: false }) ?? versions.sort(semver.rcompare)[0] ?? null;
     else if (semver.validRange(range)) version = semver.maxSatisfying(versions, range);
     if (!version) return undefined;
-    const key = index.versions[version]!;
+    const key = index.versions[version];
     const root = path.join(this.root, "store", key);
     try {
       await fs.access(path.join(root, "node_modules", name, "package.json"));
@@ -114,10 +115,15 @@ export class NpmCache {
       const lock = JSON.parse(await fs.readFile(path.join(tmp, "node_modules", ".package-lock.json"), "utf8")) as {
         packages: Record<string, { integrity?: string }>;
       };
-      const integrity = lock.packages[`node_modules/${name}`]?.integrity ?? `sha256-${createHash("sha256").update(`${name}@${pkgJson.version}`).digest("base64")}`;
+      const integrity =
+        lock.packages[`node_modules/${name}`]?.integrity ??
+        `sha256-${createHash("sha256").update(`${name}@${pkgJson.version}`).digest("base64")}`;
       const key = storeKey(integrity);
       const target = path.join(this.root, "store", key);
-      await fs.writeFile(path.join(tmp, "headwater-package.json"), JSON.stringify({ name, version: pkgJson.version, integrity, installedAt: new Date().toISOString() }));
+      await fs.writeFile(
+        path.join(tmp, "headwater-package.json"),
+        JSON.stringify({ name, version: pkgJson.version, integrity, installedAt: new Date().toISOString() }),
+      );
       try {
         await fs.rename(tmp, target);
       } catch {
@@ -160,7 +166,11 @@ export class NpmCache {
       dir,
     ];
     return new Promise((resolve, reject) => {
-      const child = spawn(this.npmCommand, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, npm_config_update_notifier: "false" } });
+      const child = spawn(this.npmCommand, args, {
+        cwd: dir,
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, npm_config_update_notifier: "false" },
+      });
       let stderr = "";
       child.stderr.on("data", (d: Buffer) => {
         if (stderr.length < 64 * 1024) stderr += d.toString();

@@ -7,13 +7,20 @@ import semver from "semver";
 export const SANDBOX_BUILTINS = new Set(["crypto", "buffer", "url", "querystring", "util", "events", "timers", "timers/promises"]);
 
 /** Packages served by Headwater's own modules instead of npm: the platform and HTTP clients. */
-export const SANDBOX_PACKAGES = new Set(["@pipedream/platform", "@pipedream/types", "axios", "node-fetch", "cross-fetch", "isomorphic-fetch"]);
+export const SANDBOX_PACKAGES = new Set([
+  "@pipedream/platform",
+  "@pipedream/types",
+  "axios",
+  "node-fetch",
+  "cross-fetch",
+  "isomorphic-fetch",
+]);
 
 const NODE_BUILTINS = new Set(builtinModules.filter((m) => !m.startsWith("_")));
 
 export function builtinName(spec: string): string | undefined {
   const id = spec.startsWith("node:") ? spec.slice(5) : spec;
-  return NODE_BUILTINS.has(id) || NODE_BUILTINS.has(id.split("/")[0]!) || spec.startsWith("node:") ? id : undefined;
+  return NODE_BUILTINS.has(id) || NODE_BUILTINS.has(id.split("/")[0]) || spec.startsWith("node:") ? id : undefined;
 }
 
 export interface NpmSpecifier {
@@ -41,7 +48,7 @@ export function parseNpmSpecifier(spec: string): NpmSpecifier | undefined {
   const firstSlash = rest.indexOf("/");
   let name: string;
   let range: string | undefined;
-  let subpath = "";
+  let subpath: string;
   if (at !== -1 && (firstSlash === -1 || at < firstSlash)) {
     name = rest.slice(0, at);
     const after = rest.slice(at + 1);
@@ -67,5 +74,5 @@ export function packageOfPath(path: string): string | undefined {
   const idx = path.lastIndexOf("node_modules/");
   if (idx === -1) return undefined;
   const parts = path.slice(idx + "node_modules/".length).split("/");
-  return parts[0]!.startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0];
+  return parts[0].startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0];
 }

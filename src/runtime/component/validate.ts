@@ -40,7 +40,7 @@ function kindOf(v: unknown): string {
   if (isRec(v)) {
     if (v["$fn"] === true) return "function";
     if (v["$undefined"] === true) return "undefined";
-    if (typeof v["$type"] === "string") return v["$type"] as string;
+    if (typeof v["$type"] === "string") return v["$type"];
     if (typeof v["$number"] === "string") return `number ${v["$number"]}`;
     if (typeof v["$object"] === "string") return `${v["$object"]} object`;
     return "object";
@@ -58,10 +58,13 @@ export function validateDescription(described: unknown): ValidationResult {
   const add = (path: string, message: string) => problems.push({ path, message });
   const d = isRec(described) ? described : {};
   if (d["exportKind"] !== "object") {
-    add("(module)", `the module must export a component object (export default or module.exports), got ${String(d["exportKind"] ?? "nothing")}`);
+    add(
+      "(module)",
+      `the module must export a component object (export default or module.exports), got ${typeof d["exportKind"] === "string" ? d["exportKind"] : "nothing"}`,
+    );
     return { problems };
   }
-  const f = isRec(d["fields"]) ? (d["fields"] as Rec) : {};
+  const f = isRec(d["fields"]) ? d["fields"] : {};
 
   let type: ComponentType = "source";
   const rawType = f["type"];
@@ -90,14 +93,16 @@ export function validateDescription(described: unknown): ValidationResult {
 
   // Props first: whether a source may omit run depends on its interfaces.
   const props: NormalizedProp[] = [];
-  const methods = isRec(f["methods"]) ? Object.keys(f["methods"] as Rec) : [];
+  const methods = isRec(f["methods"]) ? Object.keys(f["methods"]) : [];
   if (f["methods"] !== undefined) {
     if (!isRec(f["methods"]) || isFn(f["methods"])) add("methods", `methods must be an object of functions, got ${kindOf(f["methods"])}`);
-    else for (const [m, v] of Object.entries(f["methods"] as Rec)) if (!isFn(v)) add(`methods.${m}`, `methods.${m} must be a function, got ${kindOf(v)}`);
+    else
+      for (const [m, v] of Object.entries(f["methods"]))
+        if (!isFn(v)) add(`methods.${m}`, `methods.${m} must be a function, got ${kindOf(v)}`);
   }
   const propsKind = d["propsKind"];
   if (propsKind !== "absent" && propsKind !== "object") add("props", `props must be an object, got ${String(propsKind)}`);
-  const described_props = isRec(d["props"]) ? (d["props"] as Rec) : {};
+  const described_props = isRec(d["props"]) ? d["props"] : {};
   for (const [propName, entry] of Object.entries(described_props)) {
     const prop = validateProp(propName, isRec(entry) ? entry : {}, type, add);
     if (prop) props.push(prop);
@@ -118,16 +123,18 @@ export function validateDescription(described: unknown): ValidationResult {
   let dedupe: ComponentMeta["dedupe"];
   if (f["dedupe"] !== undefined) {
     if (type === "action") add("dedupe", "dedupe is only allowed on sources");
-    else if (typeof f["dedupe"] !== "string" || !DEDUPE.has(f["dedupe"])) add("dedupe", `dedupe must be "unique", "greatest" or "last", got ${JSON.stringify(f["dedupe"]) ?? kindOf(f["dedupe"])}`);
+    else if (typeof f["dedupe"] !== "string" || !DEDUPE.has(f["dedupe"]))
+      add("dedupe", `dedupe must be "unique", "greatest" or "last", got ${JSON.stringify(f["dedupe"]) ?? kindOf(f["dedupe"])}`);
     else dedupe = f["dedupe"] as ComponentMeta["dedupe"];
   }
 
   const hooks: string[] = [];
   if (f["hooks"] !== undefined) {
     if (type === "action") add("hooks", "hooks are only allowed on sources");
-    else if (!isRec(f["hooks"]) || isFn(f["hooks"])) add("hooks", `hooks must be an object with deploy, activate, deactivate methods, got ${kindOf(f["hooks"])}`);
+    else if (!isRec(f["hooks"]) || isFn(f["hooks"]))
+      add("hooks", `hooks must be an object with deploy, activate, deactivate methods, got ${kindOf(f["hooks"])}`);
     else {
-      for (const [hook, v] of Object.entries(f["hooks"] as Rec)) {
+      for (const [hook, v] of Object.entries(f["hooks"])) {
         if (!HOOKS.has(hook)) add(`hooks.${hook}`, `unknown hook "${hook}" (deploy, activate, deactivate)`);
         else if (!isFn(v)) add(`hooks.${hook}`, `hooks.${hook} must be a function, got ${kindOf(v)}`);
         else hooks.push(hook);
@@ -155,14 +162,27 @@ export function validateDescription(described: unknown): ValidationResult {
 
 function validateOption(item: unknown): boolean {
   if (typeof item === "string" || typeof item === "number" || typeof item === "boolean") return true;
-  return isRec(item) && !isFn(item) && typeof item["label"] === "string" && item["value"] !== undefined && kindOf(item["value"]) !== "undefined" && kindOf(item["value"]) !== "function";
+  return (
+    isRec(item) &&
+    !isFn(item) &&
+    typeof item["label"] === "string" &&
+    item["value"] !== undefined &&
+    kindOf(item["value"]) !== "undefined" &&
+    kindOf(item["value"]) !== "function"
+  );
 }
 
 function checkDefault(type: string, value: unknown): string | undefined {
   const k = kindOf(value);
   const base = type.endsWith("[]") ? type.slice(0, -2) : type;
   const scalarOk = (v: unknown) =>
-    base === "string" ? typeof v === "string" : base === "integer" ? Number.isInteger(v) : base === "boolean" ? typeof v === "boolean" : true;
+    base === "string"
+      ? typeof v === "string"
+      : base === "integer"
+        ? Number.isInteger(v)
+        : base === "boolean"
+          ? typeof v === "boolean"
+          : true;
   if (type.endsWith("[]")) {
     if (!Array.isArray(value)) return `default must be an array, got ${k}`;
     return value.every(scalarOk) ? undefined : `default must be an array of ${base} values`;
@@ -172,32 +192,45 @@ function checkDefault(type: string, value: unknown): string | undefined {
     const interval = value["intervalSeconds"];
     const cron = value["cron"];
     if (interval === undefined && cron === undefined) return "default must have intervalSeconds (integer) or cron (string)";
-    if (interval !== undefined && !(Number.isInteger(interval) && (interval as number) > 0)) return "intervalSeconds must be a positive integer";
+    if (interval !== undefined && !(Number.isInteger(interval) && (interval as number) > 0))
+      return "intervalSeconds must be a positive integer";
     if (cron !== undefined && typeof cron !== "string") return "cron must be a string";
     return undefined;
   }
-  if (base === "string" || base === "integer" || base === "boolean") return scalarOk(value) ? undefined : `default must be ${base === "integer" ? "an integer" : `a ${base}`}, got ${k}`;
+  if (base === "string" || base === "integer" || base === "boolean")
+    return scalarOk(value) ? undefined : `default must be ${base === "integer" ? "an integer" : `a ${base}`}, got ${k}`;
   if (k === "function") return "default must be a value, not a function";
   return undefined;
 }
 
-function validateProp(name: string, entry: Rec, componentType: ComponentType, add: (path: string, message: string) => void): NormalizedProp | undefined {
+function validateProp(
+  name: string,
+  entry: Rec,
+  componentType: ComponentType,
+  add: (path: string, message: string) => void,
+): NormalizedProp | undefined {
   const path = `props.${name}`;
   if (typeof entry["invalid"] === "string") {
-    add(path, entry["invalid"] as string);
+    add(path, entry["invalid"]);
     return undefined;
   }
-  const def = isRec(entry["def"]) ? (entry["def"] as Rec) : {};
+  const def = isRec(entry["def"]) ? entry["def"] : {};
   const before = { count: 0 };
   const problem = (p: string, m: string) => {
     before.count++;
     add(p, m);
   };
-  const pd = isRec(entry["propDefinition"]) ? (entry["propDefinition"] as Rec) : undefined;
+  const pd = isRec(entry["propDefinition"]) ? entry["propDefinition"] : undefined;
   if (pd) {
-    if (pd["appIsApp"] !== true) problem(`${path}.propDefinition`, "propDefinition must be [app, name, inputValues?] with an app object first");
-    else if (typeof pd["name"] !== "string") problem(`${path}.propDefinition`, "the second element of propDefinition must be a prop definition name");
-    else if (pd["found"] !== true) problem(`${path}.propDefinition`, `app "${String(pd["app"] ?? "?")}" has no propDefinition "${String(pd["name"])}"`);
+    if (pd["appIsApp"] !== true)
+      problem(`${path}.propDefinition`, "propDefinition must be [app, name, inputValues?] with an app object first");
+    else if (typeof pd["name"] !== "string")
+      problem(`${path}.propDefinition`, "the second element of propDefinition must be a prop definition name");
+    else if (pd["found"] !== true)
+      problem(
+        `${path}.propDefinition`,
+        `app "${typeof pd["app"] === "string" ? pd["app"] : "?"}" has no propDefinition "${typeof pd["name"] === "string" ? pd["name"] : "?"}"`,
+      );
   }
   const type = def["type"];
   if (type === undefined) {
@@ -212,7 +245,10 @@ function validateProp(name: string, entry: Rec, componentType: ComponentType, ad
   const base = isArray ? type.slice(0, -2) : type;
   const rule = PROP_TYPES[base];
   if (!rule) {
-    problem(`${path}.type`, `unknown prop type "${type}" (app, boolean, integer, string, object, any, $.interface.http, $.interface.timer, $.service.db)`);
+    problem(
+      `${path}.type`,
+      `unknown prop type "${type}" (app, boolean, integer, string, object, any, $.interface.http, $.interface.timer, $.service.db)`,
+    );
     return undefined;
   }
   if (isArray && !rule.array) problem(`${path}.type`, `"${type}": ${base} props cannot be arrays`);
@@ -220,9 +256,11 @@ function validateProp(name: string, entry: Rec, componentType: ComponentType, ad
   if (componentType === "action" && !rule.action) problem(`${path}.type`, `${base} props are only allowed in sources`);
 
   for (const field of ["label", "description"]) {
-    if (def[field] !== undefined && typeof def[field] !== "string") problem(`${path}.${field}`, `${field} must be a string, got ${kindOf(def[field])}`);
+    if (def[field] !== undefined && typeof def[field] !== "string")
+      problem(`${path}.${field}`, `${field} must be a string, got ${kindOf(def[field])}`);
   }
-  if (def["optional"] !== undefined && typeof def["optional"] !== "boolean") problem(`${path}.optional`, `optional must be a boolean, got ${kindOf(def["optional"])}`);
+  if (def["optional"] !== undefined && typeof def["optional"] !== "boolean")
+    problem(`${path}.optional`, `optional must be a boolean, got ${kindOf(def["optional"])}`);
   if (def["secret"] !== undefined) {
     if (typeof def["secret"] !== "boolean") problem(`${path}.secret`, `secret must be a boolean, got ${kindOf(def["secret"])}`);
     else if (def["secret"] && type !== "string") problem(`${path}.secret`, `secret is only allowed on string props, not ${type}`);
@@ -231,9 +269,15 @@ function validateProp(name: string, entry: Rec, componentType: ComponentType, ad
     const v = def[bound];
     if (v === undefined) continue;
     if (base !== "integer") problem(`${path}.${bound}`, `${bound} is only allowed on integer props, not ${type}`);
-    else if (!Number.isInteger(v)) problem(`${path}.${bound}`, `${bound} must be an integer, got ${kindOf(v) === "number" ? String(v) : kindOf(v)}`);
+    else if (!Number.isInteger(v))
+      problem(`${path}.${bound}`, `${bound} must be an integer, got ${typeof v === "number" ? String(v) : kindOf(v)}`);
   }
-  if (Number.isInteger(def["min"]) && Number.isInteger(def["max"]) && (def["min"] as number) > (def["max"] as number) && base === "integer") {
+  if (
+    Number.isInteger(def["min"]) &&
+    Number.isInteger(def["max"]) &&
+    (def["min"] as number) > (def["max"] as number) &&
+    base === "integer"
+  ) {
     problem(`${path}.min`, `min (${String(def["min"])}) is greater than max (${String(def["max"])})`);
   }
   let options: NormalizedProp["options"];
@@ -249,12 +293,18 @@ function validateProp(name: string, entry: Rec, componentType: ComponentType, ad
         }
       });
       if (ok) options = o as PropOption[];
-    } else problem(`${path}.options`, `options must be an array of strings, an array of { label, value } objects, or an async method; got ${kindOf(o)}`);
+    } else
+      problem(
+        `${path}.options`,
+        `options must be an array of strings, an array of { label, value } objects, or an async method; got ${kindOf(o)}`,
+      );
   }
   if (base === "app") {
     if (typeof def["app"] !== "string" || def["app"] === "") problem(`${path}.app`, "app props need app: the app's name slug (a string)");
-    if (def["propDefinitions"] !== undefined && !isRec(def["propDefinitions"])) problem(`${path}.propDefinitions`, "propDefinitions must be an object");
-    if (def["methods"] !== undefined && (!isRec(def["methods"]) || isFn(def["methods"]))) problem(`${path}.methods`, "methods must be an object of functions");
+    if (def["propDefinitions"] !== undefined && !isRec(def["propDefinitions"]))
+      problem(`${path}.propDefinitions`, "propDefinitions must be an object");
+    if (def["methods"] !== undefined && (!isRec(def["methods"]) || isFn(def["methods"])))
+      problem(`${path}.methods`, "methods must be an object of functions");
   }
   if (base === "$.interface.http" && def["customResponse"] !== undefined && typeof def["customResponse"] !== "boolean") {
     problem(`${path}.customResponse`, `customResponse must be a boolean, got ${kindOf(def["customResponse"])}`);
@@ -278,6 +328,8 @@ function validateProp(name: string, entry: Rec, componentType: ComponentType, ad
     ...(options !== undefined ? { options } : {}),
     ...(base === "app" ? { app: def["app"] as string } : {}),
     ...(base === "$.interface.http" ? { customResponse: def["customResponse"] === true } : {}),
-    ...(pd && typeof pd["app"] === "string" && typeof pd["name"] === "string" ? { propDefinition: { app: pd["app"] as string, name: pd["name"] as string } } : {}),
+    ...(pd && typeof pd["app"] === "string" && typeof pd["name"] === "string"
+      ? { propDefinition: { app: pd["app"], name: pd["name"] } }
+      : {}),
   };
 }

@@ -20,7 +20,8 @@ export function isRecord(v: unknown): v is AnyRecord {
 
 export function resolveProp(raw: unknown): ResolvedProp {
   if (typeof raw === "string") return { def: { type: raw }, raw };
-  if (!isRecord(raw)) return { def: {}, raw, invalid: `a prop must be an object or a type string, got ${Array.isArray(raw) ? "array" : typeof raw}` };
+  if (!isRecord(raw))
+    return { def: {}, raw, invalid: `a prop must be an object or a type string, got ${Array.isArray(raw) ? "array" : typeof raw}` };
   if (raw["type"] === "app") return { def: raw, raw };
   let def: AnyRecord = raw;
   let propDefinition: ResolvedProp["propDefinition"];
@@ -29,11 +30,11 @@ export function resolveProp(raw: unknown): ResolvedProp {
     const app: unknown = ArrayIsArray(pd) ? pd[0] : undefined;
     const name: unknown = ArrayIsArray(pd) ? pd[1] : undefined;
     const appIsApp = isRecord(app) && app["type"] === "app";
-    const defs = appIsApp ? (app as AnyRecord)["propDefinitions"] : undefined;
+    const defs = appIsApp ? app["propDefinitions"] : undefined;
     const base = isRecord(defs) && typeof name === "string" && hasOwn(defs, name) ? defs[name] : undefined;
     propDefinition = {
       app,
-      appName: appIsApp && typeof (app as AnyRecord)["app"] === "string" ? ((app as AnyRecord)["app"] as string) : undefined,
+      appName: appIsApp && typeof app["app"] === "string" ? app["app"] : undefined,
       appIsApp,
       name,
       found: isRecord(base),
@@ -55,13 +56,14 @@ export function componentProps(component: AnyRecord): [string, ResolvedProp][] {
   // Primordials only: this runs again in a warm isolate, after the component's own code.
   const names = objectKeys(props);
   const out: [string, ResolvedProp][] = [];
-  for (let i = 0; i < names.length; i++) defineValue(out, i, [names[i]!, resolveProp(props[names[i]!])]);
+  for (let i = 0; i < names.length; i++) defineValue(out, i, [names[i], resolveProp(props[names[i]])]);
   return out;
 }
 
 /** The exported component: `export default` for ES modules, module.exports for CommonJS. */
 export function exportedComponent(moduleExports: unknown): unknown {
   if (isRecord(moduleExports) && moduleExports["__esModule"] === true) return moduleExports["default"];
-  if (isRecord(moduleExports) && Object.keys(moduleExports).length === 1 && isRecord(moduleExports["default"])) return moduleExports["default"];
+  if (isRecord(moduleExports) && Object.keys(moduleExports).length === 1 && isRecord(moduleExports["default"]))
+    return moduleExports["default"];
   return moduleExports;
 }

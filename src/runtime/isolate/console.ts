@@ -42,7 +42,15 @@ export const sandboxConsole = {
   warn: (...a: unknown[]) => write("warn", a),
   error: (...a: unknown[]) => write("error", a),
   debug: (...a: unknown[]) => write("debug", a),
-  trace: (...a: unknown[]) => write("debug", [...a, "\n" + String(new Error("Trace").stack ?? "").split("\n").slice(2).join("\n")]),
+  trace: (...a: unknown[]) =>
+    write("debug", [
+      ...a,
+      "\n" +
+        String(new Error("Trace").stack ?? "")
+          .split("\n")
+          .slice(2)
+          .join("\n"),
+    ]),
   dir: (v: unknown, opts?: { depth?: number }) => write("log", [inspect(v, opts)]),
   table: (v: unknown) => write("log", [inspect(v, { depth: 3 })]),
   assert: (cond: unknown, ...a: unknown[]) => {

@@ -17,7 +17,7 @@ export class DbStore {
   constructor(snapshotJson: string) {
     const snapshot = parse(snapshotJson) as Record<string, unknown>;
     const names = objectKeys(snapshot);
-    for (let i = 0; i < names.length; i++) MapPrototypeSet(this.#values, names[i]!, stringify(snapshot[names[i]!]));
+    for (let i = 0; i < names.length; i++) MapPrototypeSet(this.#values, names[i], stringify(snapshot[names[i]]));
   }
 
   get(key: unknown): unknown {
@@ -36,7 +36,8 @@ export class DbStore {
       } catch (err) {
         if (err instanceof TypeError) throw err;
         // Too deep for the check or for JSON.stringify itself (a stack overflow).
-        if (err instanceof JsonDepthError || err instanceof RangeError) throw new DbLimitError(err instanceof JsonDepthError ? err.message : `${what}: the value is nested too deeply to store`);
+        if (err instanceof JsonDepthError || err instanceof RangeError)
+          throw new DbLimitError(err instanceof JsonDepthError ? err.message : `${what}: the value is nested too deeply to store`);
         throw new TypeError(`${what}: the value is not JSON-serializable: ${(err as Error)?.message}`);
       }
       if (json === undefined) throw new TypeError(`${what}: the value has no JSON form (its toJSON returned undefined)`);

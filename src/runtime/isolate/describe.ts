@@ -56,7 +56,10 @@ export function describeComponent(component: unknown): AnyRecord {
             propDefinition: {
               appIsApp: resolved.propDefinition.appIsApp,
               app: resolved.propDefinition.appName,
-              name: typeof resolved.propDefinition.name === "string" ? resolved.propDefinition.name : describeValue(resolved.propDefinition.name),
+              name:
+                typeof resolved.propDefinition.name === "string"
+                  ? resolved.propDefinition.name
+                  : describeValue(resolved.propDefinition.name),
               found: resolved.propDefinition.found,
             },
           }

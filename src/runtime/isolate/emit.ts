@@ -30,7 +30,8 @@ export function emit(event: unknown, meta?: unknown): void {
   try {
     json = stringify(event === undefined ? null : event);
   } catch (err) {
-    if (err instanceof RangeError) throw new EmitError(`$emit: the event is nested too deeply to serialize as JSON (the limit is ${MAX_JSON_DEPTH} levels)`);
+    if (err instanceof RangeError)
+      throw new EmitError(`$emit: the event is nested too deeply to serialize as JSON (the limit is ${MAX_JSON_DEPTH} levels)`);
     throw new TypeError(`$emit: the event is not JSON-serializable: ${(err as Error).message}`);
   }
   if (json === undefined) json = "null";
@@ -100,7 +101,8 @@ function respond(response: unknown): void {
       throw new TypeError(`http.respond: the body is not JSON-serializable: ${(err as Error).message}`);
     }
     if (text === undefined) throw new TypeError("http.respond: the body has no JSON form");
-    if (deeperThan(text, MAX_JSON_DEPTH)) throw new ResponseLimitError(`http.respond: the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    if (deeperThan(text, MAX_JSON_DEPTH))
+      throw new ResponseLimitError(`http.respond: the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
     body = text;
     size = utf8Bytes(text);
     if (h["content-type"] === undefined) h["content-type"] = "application/json; charset=utf-8";

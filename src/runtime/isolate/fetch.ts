@@ -11,10 +11,11 @@ export class Headers {
     if (init instanceof Headers) init.forEach((v, k) => this.append(k, v));
     else if (typeof (init as Iterable<unknown>)[Symbol.iterator] === "function") {
       for (const pair of init as Iterable<[string, string]>) this.append(pair[0], pair[1]);
-    } else for (const [k, v] of Object.entries(init as Record<string, unknown>)) {
-      if (Array.isArray(v)) v.forEach((x) => this.append(k, String(x)));
-      else if (v !== undefined) this.append(k, String(v));
-    }
+    } else
+      for (const [k, v] of Object.entries(init as Record<string, unknown>)) {
+        if (Array.isArray(v)) v.forEach((x) => this.append(k, String(x)));
+        else if (v !== undefined) this.append(k, String(v));
+      }
   }
   append(name: string, value: string): void {
     const key = String(name).toLowerCase();
@@ -56,7 +57,7 @@ export class Headers {
   /** @internal */
   _record(): Record<string, string | string[]> {
     const out: Record<string, string | string[]> = {};
-    for (const [k, v] of this.#map) out[k] = v.values.length === 1 ? v.values[0]! : v.values;
+    for (const [k, v] of this.#map) out[k] = v.values.length === 1 ? v.values[0] : v.values;
     return out;
   }
 }
@@ -106,7 +107,10 @@ export class AbortController {
 }
 
 export class DOMExceptionLike extends Error {
-  constructor(message: string, override name: string) {
+  constructor(
+    message: string,
+    override name: string,
+  ) {
     super(message);
   }
 }
@@ -120,8 +124,19 @@ export class Response {
   readonly type = "basic";
   #body: Uint8Array;
   bodyUsed = false;
-  constructor(body?: unknown, init: { status?: number; statusText?: string; headers?: unknown } = {}, meta?: { url: string; redirected: boolean }) {
-    this.#body = body === undefined || body === null ? new Uint8Array(0) : typeof body === "string" ? utf8Encode(body) : body instanceof Uint8Array ? body : utf8Encode(String(body));
+  constructor(
+    body?: unknown,
+    init: { status?: number; statusText?: string; headers?: unknown } = {},
+    meta?: { url: string; redirected: boolean },
+  ) {
+    this.#body =
+      body === undefined || body === null
+        ? new Uint8Array(0)
+        : typeof body === "string"
+          ? utf8Encode(body)
+          : body instanceof Uint8Array
+            ? body
+            : utf8Encode(String(body));
     this.status = init.status ?? 200;
     this.statusText = init.statusText ?? "";
     this.headers = new Headers(init.headers);
@@ -151,7 +166,11 @@ export class Response {
   }
   clone(): Response {
     if (this.bodyUsed) throw new TypeError("Response.clone: Body has already been consumed.");
-    return new Response(this.#body.slice(), { status: this.status, statusText: this.statusText, headers: this.headers }, { url: this.url, redirected: this.redirected });
+    return new Response(
+      this.#body.slice(),
+      { status: this.status, statusText: this.statusText, headers: this.headers },
+      { url: this.url, redirected: this.redirected },
+    );
   }
   static json(data: unknown, init: { status?: number; headers?: unknown } = {}): Response {
     const headers = new Headers(init.headers);
@@ -180,7 +199,10 @@ export async function fetch(
   input: unknown,
   init: { method?: string; headers?: unknown; body?: unknown; redirect?: string; signal?: AbortSignal; timeout?: number } = {},
 ): Promise<Response> {
-  const url = typeof input === "string" ? input : String((input as { url?: string; href?: string })?.url ?? (input as { href?: string })?.href ?? input);
+  const url =
+    typeof input === "string"
+      ? input
+      : String((input as { url?: string; href?: string })?.url ?? (input as { href?: string })?.href ?? input);
   const headers = new Headers(init.headers);
   const body = bodyOf(init.body, headers);
   if (init.signal?.aborted) throw init.signal.reason;
@@ -209,7 +231,11 @@ export async function fetch(
     throw err;
   }
   if (init.redirect === "error" && raw.status >= 300 && raw.status < 400) throw new TypeError("fetch failed: unexpected redirect");
-  return new Response(raw.body, { status: raw.status, statusText: raw.statusText, headers: raw.headers }, { url: raw.url, redirected: raw.redirected });
+  return new Response(
+    raw.body,
+    { status: raw.status, statusText: raw.statusText, headers: raw.headers },
+    { url: raw.url, redirected: raw.redirected },
+  );
 }
 
 export const nodeFetchModule = Object.assign(fetch, { default: fetch, Headers, Response, AbortController });

@@ -58,5 +58,6 @@ export function abandonHttp(): void {
   const waiting: { reject: (e: Error) => void }[] = [];
   MapPrototypeForEach(pending, (waiter) => append(waiting, waiter));
   MapPrototypeClear(pending);
-  for (let i = 0; i < waiting.length; i++) waiting[i]!.reject(new HttpBridgeError("the invocation ended before the request completed", "ABORTED"));
+  for (let i = 0; i < waiting.length; i++)
+    waiting[i].reject(new HttpBridgeError("the invocation ended before the request completed", "ABORTED"));
 }

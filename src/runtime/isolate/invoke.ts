@@ -60,7 +60,7 @@ class FlowExit {
     this.#reason = reason;
   }
   static {
-    exitOf = (value) => (typeof value === "object" && value !== null && #reason in value ? { reason: (value as FlowExit).#reason } : undefined);
+    exitOf = (value) => (typeof value === "object" && value !== null && #reason in value ? { reason: value.#reason } : undefined);
   }
 }
 
@@ -121,12 +121,30 @@ export function errorFields(err: unknown, code?: string): ErrorFields {
 }
 
 function errorJson(e: ErrorFields): string {
-  return '{"name":' + quote(e.name) + ',"message":' + quote(e.message) + ',"stack":' + (e.stack === undefined ? "null" : quote(e.stack)) + ',"code":' + quote(e.code) + "}";
+  return (
+    '{"name":' +
+    quote(e.name) +
+    ',"message":' +
+    quote(e.message) +
+    ',"stack":' +
+    (e.stack === undefined ? "null" : quote(e.stack)) +
+    ',"code":' +
+    quote(e.code) +
+    "}"
+  );
 }
 
 /** The JSON text of a load result, built from primitives only. */
 export function loadResultJson(error: ErrorFields | undefined, describeJson: string | undefined): string {
-  return '{"ok":' + (error === undefined ? "true" : "false") + ',"error":' + (error === undefined ? "null" : errorJson(error)) + ',"describe":' + (describeJson ?? "null") + "}";
+  return (
+    '{"ok":' +
+    (error === undefined ? "true" : "false") +
+    ',"error":' +
+    (error === undefined ? "null" : errorJson(error)) +
+    ',"describe":' +
+    (describeJson ?? "null") +
+    "}"
+  );
 }
 
 /** A function of the component called with `self` as this, via the captured Reflect.apply. */
@@ -138,7 +156,7 @@ function makeApp(def: AnyRecord, configured: unknown): AnyRecord {
   const app: AnyRecord = {};
   const keys = objectKeys(def);
   for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!;
+    const key = keys[i];
     if (key !== "methods") defineValue(app, key, def[key]);
   }
   const auth = isRecord(configured) && isRecord(configured["$auth"]) ? configured["$auth"] : {};
@@ -147,8 +165,8 @@ function makeApp(def: AnyRecord, configured: unknown): AnyRecord {
   if (isRecord(methods)) {
     const names = objectKeys(methods);
     for (let i = 0; i < names.length; i++) {
-      const fn = methods[names[i]!];
-      if (typeof fn === "function") defineValue(app, names[i]!, bindTo(fn as Fn, app));
+      const fn = methods[names[i]];
+      if (typeof fn === "function") defineValue(app, names[i], bindTo(fn as Fn, app));
     }
   }
   return app;
@@ -161,8 +179,8 @@ function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, stri
   const props = componentProps(component);
   for (let i = 0; i < props.length; i++) {
     // Index access, not destructuring: the array iterator is replaceable.
-    const name = props[i]![0];
-    const def = props[i]![1].def;
+    const name = props[i][0];
+    const def = props[i][1].def;
     const type = def["type"];
     const value = configured[name];
     switch (type) {
@@ -195,8 +213,8 @@ function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, stri
   if (isRecord(methods)) {
     const names = objectKeys(methods);
     for (let i = 0; i < names.length; i++) {
-      const fn = methods[names[i]!];
-      if (typeof fn === "function") defineValue(instance, names[i]!, bindTo(fn as Fn, instance));
+      const fn = methods[names[i]];
+      if (typeof fn === "function") defineValue(instance, names[i], bindTo(fn as Fn, instance));
     }
   }
   defineValue(instance, "$emit", emit);
@@ -214,7 +232,7 @@ function defaultRun(this: AnyRecord, event: unknown): void {
 function awaitable(value: unknown): unknown {
   if ((typeof value === "object" && value !== null) || typeof value === "function") {
     const then = (value as AnyRecord)["then"];
-    if (typeof then === "function" && !pinConstructor(value as object, PromiseCtor)) {
+    if (typeof then === "function" && !pinConstructor(value, PromiseCtor)) {
       throw new TypeError("the component returned a promise the platform cannot observe safely (frozen, sealed or a refusing proxy)");
     }
   }
@@ -227,7 +245,7 @@ function valueJson(value: unknown, what: string, maxBytes: number): { json?: str
   try {
     json = stringify(value);
   } catch (err) {
-    let overflow = false;
+    let overflow: boolean;
     try {
       overflow = err instanceof RangeErrorCtor;
     } catch {
@@ -235,19 +253,40 @@ function valueJson(value: unknown, what: string, maxBytes: number): { json?: str
     }
     // A stack overflow (nested too deeply) or a string too long for V8 is a limit; anything else
     // (a BigInt, a cycle) keeps the old behaviour: the value as a string.
-    if (overflow) return { error: { name: "LimitError", message: `${what} is nested too deeply or too large to serialize as JSON`, stack: undefined, code: "LIMIT_EXCEEDED" } };
+    if (overflow)
+      return {
+        error: {
+          name: "LimitError",
+          message: `${what} is nested too deeply or too large to serialize as JSON`,
+          stack: undefined,
+          code: "LIMIT_EXCEEDED",
+        },
+      };
     json = quote(text(value));
   }
   if (typeof json !== "string") return {};
   if (json.length > maxBytes) {
-    return { error: { name: "LimitError", message: `${what} is over the limit of ${maxBytes} bytes of JSON (${json.length} characters)`, stack: undefined, code: "LIMIT_EXCEEDED" } };
+    return {
+      error: {
+        name: "LimitError",
+        message: `${what} is over the limit of ${maxBytes} bytes of JSON (${json.length} characters)`,
+        stack: undefined,
+        code: "LIMIT_EXCEEDED",
+      },
+    };
   }
   return { json };
 }
 
 async function run(component: AnyRecord | undefined, payloadJson: string, dbJson: string): Promise<string> {
   if (component === undefined) {
-    return resultJson({ name: "Error", message: "the component is not loaded", stack: undefined, code: "LOAD_ERROR" }, undefined, undefined, undefined, 0);
+    return resultJson(
+      { name: "Error", message: "the component is not loaded", stack: undefined, code: "LOAD_ERROR" },
+      undefined,
+      undefined,
+      undefined,
+      0,
+    );
   }
   const p = parse(payloadJson) as InvokePayload;
   const state = beginInvocation(p.limits);
@@ -289,7 +328,7 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
         };
         returned = await awaitable(ReflectApply(component["run"] as Fn, instance, [{ $, steps: p.steps ?? {} }]));
       } else {
-        const fn = typeof component["run"] === "function" ? (component["run"] as Fn) : (defaultRun as Fn);
+        const fn = typeof component["run"] === "function" ? (component["run"] as Fn) : defaultRun;
         await awaitable(ReflectApply(fn, instance, [p.event]));
       }
     } else {
@@ -329,12 +368,18 @@ function resultJson(
   dropped: number,
 ): string {
   return (
-    '{"ok":' + (error === undefined ? "true" : "false") +
-    ',"error":' + (error === undefined ? "null" : errorJson(error)) +
-    ',"returnValue":' + (returnJson === undefined ? "null" : quote(returnJson)) +
-    ',"exports":' + (exportsJson === undefined ? "null" : quote(exportsJson)) +
-    ',"exited":' + (exited === undefined ? "null" : '{"reason":' + (exited.reason === undefined ? "null" : quote(exited.reason)) + "}") +
-    ',"droppedLogLines":' + (typeof dropped === "number" && dropped >= 0 && dropped <= 1e9 ? dropped : 0) +
+    '{"ok":' +
+    (error === undefined ? "true" : "false") +
+    ',"error":' +
+    (error === undefined ? "null" : errorJson(error)) +
+    ',"returnValue":' +
+    (returnJson === undefined ? "null" : quote(returnJson)) +
+    ',"exports":' +
+    (exportsJson === undefined ? "null" : quote(exportsJson)) +
+    ',"exited":' +
+    (exited === undefined ? "null" : '{"reason":' + (exited.reason === undefined ? "null" : quote(exited.reason)) + "}") +
+    ',"droppedLogLines":' +
+    (typeof dropped === "number" && dropped >= 0 && dropped <= 1e9 ? dropped : 0) +
     "}"
   );
 }

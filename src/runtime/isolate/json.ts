@@ -40,8 +40,8 @@ export function assertJsonSerializable(value: unknown, what: string): void {
         } else {
           const names = objectKeys(v);
           for (let i = 0; i < names.length; i++) {
-            const item = (v as Record<string, unknown>)[names[i]!];
-            if (item !== undefined) walk(item, path ? `${path}.${names[i]}` : names[i]!);
+            const item = (v as Record<string, unknown>)[names[i]];
+            if (item !== undefined) walk(item, path ? `${path}.${names[i]}` : names[i]);
           }
         }
         stack.length--;

@@ -7,6 +7,6 @@ export let isLimitError: (value: unknown) => boolean;
 export class LimitError extends Error {
   readonly #limit = true;
   static {
-    isLimitError = (value) => ((typeof value === "object" && value !== null) || typeof value === "function") && #limit in (value as object);
+    isLimitError = (value) => ((typeof value === "object" && value !== null) || typeof value === "function") && #limit in value;
   }
 }

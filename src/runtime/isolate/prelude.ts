@@ -33,7 +33,13 @@ function defineGlobal(name: string, value: unknown): void {
 }
 
 const webCrypto = { getRandomValues: cryptoModule.getRandomValues, randomUUID: cryptoModule.randomUUID };
-const performance = { now: (() => { const t0 = Date.now(); return () => Date.now() - t0; })(), timeOrigin: Date.now() };
+const performance = {
+  now: (() => {
+    const t0 = Date.now();
+    return () => Date.now() - t0;
+  })(),
+  timeOrigin: Date.now(),
+};
 
 const globals: AnyRecord = {
   console: sandboxConsole,
@@ -82,9 +88,11 @@ Object.defineProperty(g, "__hw_modules", { value: Object.freeze({ ...modules }),
 
 function sandboxRequire(name: unknown): unknown {
   const id = String(name).replace(/^node:/, "");
-  const found = (modules as AnyRecord)[id];
+  const found = modules[id];
   if (found !== undefined) return found;
-  throw new Error(`require("${String(name)}"): this module is not available in the sandbox (only modules imported by name in the code are bundled)`);
+  throw new Error(
+    `require("${String(name)}"): this module is not available in the sandbox (only modules imported by name in the code are bundled)`,
+  );
 }
 
 let factory: ((module: AnyRecord, exports: unknown, require: typeof sandboxRequire) => void) | undefined;
@@ -97,7 +105,11 @@ defineGlobal("__hw_define", (f: typeof factory) => {
 /** Runs the bundle's module factory; the JSON text answers ok or the error, and the description. */
 function load(withDescribe: boolean): string {
   delete g["__hw_define"];
-  if (!factory) return loadResultJson({ name: "Error", message: "the component bundle did not define a module", stack: undefined, code: "LOAD_ERROR" }, undefined);
+  if (!factory)
+    return loadResultJson(
+      { name: "Error", message: "the component bundle did not define a module", stack: undefined, code: "LOAD_ERROR" },
+      undefined,
+    );
   const mod: AnyRecord = { exports: {} };
   try {
     factory(mod, mod["exports"], sandboxRequire);
@@ -113,7 +125,10 @@ function load(withDescribe: boolean): string {
     return loadResultJson(errorFields(err, "LOAD_ERROR"), undefined);
   }
   if (withDescribe && typeof describeJson !== "string") {
-    return loadResultJson({ name: "Error", message: "the component could not be described as JSON", stack: undefined, code: "LOAD_ERROR" }, undefined);
+    return loadResultJson(
+      { name: "Error", message: "the component could not be described as JSON", stack: undefined, code: "LOAD_ERROR" },
+      undefined,
+    );
   }
   return loadResultJson(undefined, describeJson as string | undefined);
 }

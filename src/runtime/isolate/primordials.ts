@@ -22,7 +22,9 @@ export const NumberIsFinite = Number.isFinite;
 
 // uncurry(fn)(self, ...args) calls fn with `this` = self through a bound copy of the original
 // Function.prototype.call, so replacing call/apply/bind later changes nothing.
-const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <A extends unknown[], R>(fn: (...args: A) => R) => (self: unknown, ...args: A) => R;
+const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <A extends unknown[], R>(
+  fn: (...args: A) => R,
+) => (self: unknown, ...args: A) => R;
 
 export const StringPrototypeSlice = uncurry(String.prototype.slice);
 export const MapPrototypeGet = uncurry(Map.prototype.get) as <K, V>(self: Map<K, V>, key: K) => V | undefined;
@@ -89,5 +91,6 @@ export class SafePromise<T> extends PromiseCtor<T> {
 }
 defineValue(SafePromise, Symbol.species, SafePromise, false);
 defineValue(SafePromise.prototype, "then", PromisePrototypeThen, false);
-ObjectFreeze(SafePromise.prototype);
-ObjectFreeze(SafePromise);
+// Freezing returns its argument, here a promise type: nothing to await.
+void ObjectFreeze(SafePromise.prototype);
+void ObjectFreeze(SafePromise);

@@ -44,20 +44,27 @@ export function utf8Decode(bytes: Uint8Array): string {
     out += String.fromCharCode.apply(null, chunk);
     chunk = [];
   };
-  for (let i = 0; i < bytes.length; ) {
-    const b = bytes[i]!;
+  for (let i = 0; i < bytes.length;) {
+    const b = bytes[i];
     let code = 0xfffd;
     let size = 1;
     if (b < 0x80) code = b;
-    else if (b >= 0xc2 && b < 0xe0 && i + 1 < bytes.length && (bytes[i + 1]! & 0xc0) === 0x80) {
-      code = ((b & 31) << 6) | (bytes[i + 1]! & 63);
+    else if (b >= 0xc2 && b < 0xe0 && i + 1 < bytes.length && (bytes[i + 1] & 0xc0) === 0x80) {
+      code = ((b & 31) << 6) | (bytes[i + 1] & 63);
       size = 2;
-    } else if (b >= 0xe0 && b < 0xf0 && i + 2 < bytes.length && (bytes[i + 1]! & 0xc0) === 0x80 && (bytes[i + 2]! & 0xc0) === 0x80) {
-      const c = ((b & 15) << 12) | ((bytes[i + 1]! & 63) << 6) | (bytes[i + 2]! & 63);
+    } else if (b >= 0xe0 && b < 0xf0 && i + 2 < bytes.length && (bytes[i + 1] & 0xc0) === 0x80 && (bytes[i + 2] & 0xc0) === 0x80) {
+      const c = ((b & 15) << 12) | ((bytes[i + 1] & 63) << 6) | (bytes[i + 2] & 63);
       if (c >= 0x800 && (c < 0xd800 || c > 0xdfff)) code = c;
       size = 3;
-    } else if (b >= 0xf0 && b < 0xf5 && i + 3 < bytes.length && (bytes[i + 1]! & 0xc0) === 0x80 && (bytes[i + 2]! & 0xc0) === 0x80 && (bytes[i + 3]! & 0xc0) === 0x80) {
-      const c = ((b & 7) << 18) | ((bytes[i + 1]! & 63) << 12) | ((bytes[i + 2]! & 63) << 6) | (bytes[i + 3]! & 63);
+    } else if (
+      b >= 0xf0 &&
+      b < 0xf5 &&
+      i + 3 < bytes.length &&
+      (bytes[i + 1] & 0xc0) === 0x80 &&
+      (bytes[i + 2] & 0xc0) === 0x80 &&
+      (bytes[i + 3] & 0xc0) === 0x80
+    ) {
+      const c = ((b & 7) << 18) | ((bytes[i + 1] & 63) << 12) | ((bytes[i + 2] & 63) << 6) | (bytes[i + 3] & 63);
       if (c >= 0x10000 && c <= 0x10ffff) code = c;
       size = 4;
     }

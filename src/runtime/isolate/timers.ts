@@ -19,11 +19,21 @@ export function setUncaughtHandler(fn: (err: unknown) => void): void {
 
 class Timeout {
   constructor(readonly id: number) {}
-  ref() { return this; }
-  unref() { return this; }
-  hasRef() { return true; }
-  refresh() { return this; }
-  [Symbol.toPrimitive]() { return this.id; }
+  ref() {
+    return this;
+  }
+  unref() {
+    return this;
+  }
+  hasRef() {
+    return true;
+  }
+  refresh() {
+    return this;
+  }
+  [Symbol.toPrimitive]() {
+    return this.id;
+  }
 }
 
 function arm(fn: unknown, ms: unknown, args: unknown[], interval: boolean): Timeout {
@@ -53,7 +63,9 @@ export const timerGlobals = {
   clearImmediate: clear,
   queueMicrotask: (fn: unknown) => {
     if (typeof fn !== "function") throw new TypeError('The "callback" argument must be of type function');
-    Promise.resolve().then(() => (fn as () => void)()).catch(onUncaught);
+    Promise.resolve()
+      .then(() => (fn as () => void)())
+      .catch(onUncaught);
   },
 };
 

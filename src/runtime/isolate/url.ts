@@ -161,30 +161,70 @@ export class URL {
     if (part !== "hash") this.#params?._reset(this.#parts.search);
   }
 
-  get href() { return this.#parts.href; }
+  get href() {
+    return this.#parts.href;
+  }
   set href(v: string) {
     this.#parts = hostSync<UrlParts>("url.parse", { input: String(v) });
     this.#params?._reset(this.#parts.search);
   }
-  get origin() { return this.#parts.origin; }
-  get protocol() { return this.#parts.protocol; }
-  set protocol(v: string) { this.#set("protocol", v); }
-  get username() { return this.#parts.username; }
-  set username(v: string) { this.#set("username", v); }
-  get password() { return this.#parts.password; }
-  set password(v: string) { this.#set("password", v); }
-  get host() { return this.#parts.host; }
-  set host(v: string) { this.#set("host", v); }
-  get hostname() { return this.#parts.hostname; }
-  set hostname(v: string) { this.#set("hostname", v); }
-  get port() { return this.#parts.port; }
-  set port(v: string) { this.#set("port", v); }
-  get pathname() { return this.#parts.pathname; }
-  set pathname(v: string) { this.#set("pathname", v); }
-  get search() { return this.#parts.search; }
-  set search(v: string) { this.#set("search", v); }
-  get hash() { return this.#parts.hash; }
-  set hash(v: string) { this.#set("hash", v); }
+  get origin() {
+    return this.#parts.origin;
+  }
+  get protocol() {
+    return this.#parts.protocol;
+  }
+  set protocol(v: string) {
+    this.#set("protocol", v);
+  }
+  get username() {
+    return this.#parts.username;
+  }
+  set username(v: string) {
+    this.#set("username", v);
+  }
+  get password() {
+    return this.#parts.password;
+  }
+  set password(v: string) {
+    this.#set("password", v);
+  }
+  get host() {
+    return this.#parts.host;
+  }
+  set host(v: string) {
+    this.#set("host", v);
+  }
+  get hostname() {
+    return this.#parts.hostname;
+  }
+  set hostname(v: string) {
+    this.#set("hostname", v);
+  }
+  get port() {
+    return this.#parts.port;
+  }
+  set port(v: string) {
+    this.#set("port", v);
+  }
+  get pathname() {
+    return this.#parts.pathname;
+  }
+  set pathname(v: string) {
+    this.#set("pathname", v);
+  }
+  get search() {
+    return this.#parts.search;
+  }
+  set search(v: string) {
+    this.#set("search", v);
+  }
+  get hash() {
+    return this.#parts.hash;
+  }
+  set hash(v: string) {
+    this.#set("hash", v);
+  }
   get searchParams(): URLSearchParams {
     if (!this.#params) {
       this.#params = URLSearchParams._linked(this.#parts.search, (search) => {
@@ -193,8 +233,16 @@ export class URL {
     }
     return this.#params;
   }
-  toString() { return this.#parts.href; }
-  toJSON() { return this.#parts.href; }
-  get [Symbol.toStringTag]() { return "URL"; }
-  [Symbol.for("nodejs.util.inspect.custom")]() { return `URL '${this.#parts.href}'`; }
+  toString() {
+    return this.#parts.href;
+  }
+  toJSON() {
+    return this.#parts.href;
+  }
+  get [Symbol.toStringTag]() {
+    return "URL";
+  }
+  [Symbol.for("nodejs.util.inspect.custom")]() {
+    return `URL '${this.#parts.href}'`;
+  }
 }

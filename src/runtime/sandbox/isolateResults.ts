@@ -45,16 +45,24 @@ const isRec = (v: unknown): v is Rec => typeof v === "object" && v !== null && !
 export const MAX_DESCRIBE_CHARS = 16 * 1024 * 1024;
 /** The envelope of a run result: error fields, escaped return value and exports, some slack. */
 function maxRunResultChars(limits: SandboxLimits): number {
-  return 2 * 6 * limits.maxEmitBytes + 6 * (MAX_ERROR_MESSAGE_CHARS + MAX_ERROR_STACK_CHARS + MAX_ERROR_NAME_CHARS + MAX_EXIT_REASON_CHARS) + 4096;
+  return (
+    2 * 6 * limits.maxEmitBytes +
+    6 * (MAX_ERROR_MESSAGE_CHARS + MAX_ERROR_STACK_CHARS + MAX_ERROR_NAME_CHARS + MAX_EXIT_REASON_CHARS) +
+    4096
+  );
 }
 
 function malformed(what: string): IsolateResultError {
-  return new IsolateResultError(`the sandbox returned a malformed result (${what}); built-ins may have been replaced by the component`, false);
+  return new IsolateResultError(
+    `the sandbox returned a malformed result (${what}); built-ins may have been replaced by the component`,
+    false,
+  );
 }
 
 function exactKeys(v: Rec, keys: readonly string[], what: string): void {
   const own = Object.keys(v);
-  if (own.length !== keys.length || !keys.every((k) => Object.hasOwn(v, k))) throw malformed(`${what} must have exactly ${keys.join(", ")}`);
+  if (own.length !== keys.length || !keys.every((k) => Object.hasOwn(v, k)))
+    throw malformed(`${what} must have exactly ${keys.join(", ")}`);
 }
 
 function readText(v: unknown, max: number, what: string): string {
@@ -83,7 +91,8 @@ function parseEnvelope(raw: unknown, maxLength: number): Rec {
     // The envelope is flat: error fields are strings, user values travel as strings inside it.
     parsed = parseJson(raw, { maxDepth: 3, maxLength });
   } catch (err) {
-    if (err instanceof JsonLimitError && err.reason === "too_large") throw new IsolateResultError(`the sandbox's result is over ${maxLength} characters`, true);
+    if (err instanceof JsonLimitError && err.reason === "too_large")
+      throw new IsolateResultError(`the sandbox's result is over ${maxLength} characters`, true);
     throw malformed((err as Error).message);
   }
   if (!isRec(parsed)) throw malformed("not an object");
@@ -135,7 +144,8 @@ export function readRunResult(raw: unknown, limits: SandboxLimits): IsolateRunRe
     result.exited = x["reason"] === null ? {} : { reason: readText(x["reason"], MAX_EXIT_REASON_CHARS, "exited.reason") };
     if (!result.ok) throw malformed("a run that exited cannot have failed");
   }
-  if (!result.ok && (result.returnValue !== undefined || result.exports !== undefined)) throw malformed("a failed run has no return value or exports");
+  if (!result.ok && (result.returnValue !== undefined || result.exports !== undefined))
+    throw malformed("a failed run has no return value or exports");
   return result;
 }
 
@@ -146,7 +156,8 @@ export function readLoadResult(raw: unknown, describe: boolean): IsolateLoadResu
   try {
     parsed = parseJson(raw, { maxLength: MAX_DESCRIBE_CHARS });
   } catch (err) {
-    if (err instanceof JsonLimitError && err.reason !== "malformed") throw new IsolateResultError(`the component's description is too large or too deep: ${err.message}`, true);
+    if (err instanceof JsonLimitError && err.reason !== "malformed")
+      throw new IsolateResultError(`the component's description is too large or too deep: ${err.message}`, true);
     throw malformed((err as Error).message);
   }
   if (!isRec(parsed)) throw malformed("not an object");

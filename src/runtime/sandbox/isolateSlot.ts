@@ -102,15 +102,23 @@ export class IsolateSlot {
     g.setSync("__hw_bridge_log", new ivm.Callback((level: unknown, message: unknown) => this.onLog(level, message), { ignored: true }));
     g.setSync(
       "__hw_bridge_emit",
-      new ivm.Callback((event: unknown, id: unknown, name: unknown, summary: unknown, ts: unknown) => this.onEmit(event, id, name, summary, ts), { ignored: true }),
+      new ivm.Callback(
+        (event: unknown, id: unknown, name: unknown, summary: unknown, ts: unknown) => this.onEmit(event, id, name, summary, ts),
+        { ignored: true },
+      ),
     );
     g.setSync(
       "__hw_bridge_respond",
-      new ivm.Callback((status: unknown, headers: unknown, kind: unknown, body: unknown) => this.onRespond(status, headers, kind, body), { ignored: true }),
+      new ivm.Callback((status: unknown, headers: unknown, kind: unknown, body: unknown) => this.onRespond(status, headers, kind, body), {
+        ignored: true,
+      }),
     );
     g.setSync("__hw_bridge_db", new ivm.Callback((key: unknown, json: unknown) => this.onDbSet(key, json), { sync: true }));
     g.setSync("__hw_bridge_http", new ivm.Callback((id: unknown, req: unknown) => this.onHttp(id, req), { ignored: true }));
-    g.setSync("__hw_bridge_timer", new ivm.Callback((op: unknown, id: unknown, ms: unknown) => this.onTimer(op, id, ms), { ignored: true }));
+    g.setSync(
+      "__hw_bridge_timer",
+      new ivm.Callback((op: unknown, id: unknown, ms: unknown) => this.onTimer(op, id, ms), { ignored: true }),
+    );
     g.setSync("__hw_bridge_sync", new ivm.Callback((op: unknown, args: unknown) => hostOperation(op, args), { sync: true }));
     const prelude = this.isolate.compileScriptSync(this.env.prelude, {
       filename: "headwater:prelude.js",
@@ -193,7 +201,11 @@ export class IsolateSlot {
       rec.hostDroppedLogs++;
       return;
     }
-    const line: LogLine = { ts: Date.now(), level: (LEVELS.has(level as string) ? level : "log") as LogLine["level"], message: message.slice(0, maxLogLineChars + 64) };
+    const line: LogLine = {
+      ts: Date.now(),
+      level: (LEVELS.has(level as string) ? level : "log") as LogLine["level"],
+      message: message.slice(0, maxLogLineChars + 64),
+    };
     rec.logLines++;
     rec.logBytes += line.message.length;
     rec.onLog(line);
@@ -205,7 +217,10 @@ export class IsolateSlot {
     if (!rec || rec.violation) return;
     const { maxEmitBytes, maxEmitsPerRun } = this.env.limits;
     if (rec.emits.length >= maxEmitsPerRun) {
-      rec.violate("LIMIT_EXCEEDED", `$emit: more than ${maxEmitsPerRun} events were emitted; the limit is ${maxEmitsPerRun} per invocation`);
+      rec.violate(
+        "LIMIT_EXCEEDED",
+        `$emit: more than ${maxEmitsPerRun} events were emitted; the limit is ${maxEmitsPerRun} per invocation`,
+      );
       return;
     }
     if (typeof eventJson !== "string") {
@@ -252,7 +267,8 @@ export class IsolateSlot {
     const max = this.env.limits.maxResponseBytes;
     const st = checkStatus(status);
     if (!st.ok) return fail("SANDBOX_CORRUPTED", st.message);
-    if (typeof headersJson !== "string" || typeof kind !== "string" || !RESPONSE_KINDS.has(kind)) return fail("SANDBOX_CORRUPTED", "the response arrived malformed");
+    if (typeof headersJson !== "string" || typeof kind !== "string" || !RESPONSE_KINDS.has(kind))
+      return fail("SANDBOX_CORRUPTED", "the response arrived malformed");
     let headers: Record<string, string | string[]>;
     try {
       // Escaped values can take 6 characters per byte.
@@ -275,7 +291,8 @@ export class IsolateSlot {
       if (typeof body !== "string") return fail("SANDBOX_CORRUPTED", "the response arrived malformed");
       const bytes = body.length * 3 > max ? Buffer.byteLength(body) : body.length;
       if (bytes > max) return fail("LIMIT_EXCEEDED", `the body is ${bytes} bytes, over the limit of ${max} bytes`);
-      if (kind === "json" && jsonDepth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) return fail("LIMIT_EXCEEDED", `the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+      if (kind === "json" && jsonDepth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH)
+        return fail("LIMIT_EXCEEDED", `the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
       out = body;
     }
     const response: HttpResponse = { status: st.value, headers, body: out };
@@ -322,10 +339,11 @@ export class IsolateSlot {
         else if (Array.isArray(v)) headers[k] = v.map(String);
       }
     }
-    const body = typeof r["body"] === "string" || r["body"] instanceof Uint8Array ? (r["body"] as string | Uint8Array) : undefined;
+    const body = typeof r["body"] === "string" || r["body"] instanceof Uint8Array ? r["body"] : undefined;
     const remaining = Math.max(1, rec.deadline - Date.now());
     const askedTimeout = typeof r["timeoutMs"] === "number" && r["timeoutMs"] > 0 ? r["timeoutMs"] : limits.httpTimeoutMs;
-    const askedMax = typeof r["maxResponseBytes"] === "number" && r["maxResponseBytes"] > 0 ? r["maxResponseBytes"] : limits.httpMaxResponseBytes;
+    const askedMax =
+      typeof r["maxResponseBytes"] === "number" && r["maxResponseBytes"] > 0 ? r["maxResponseBytes"] : limits.httpMaxResponseBytes;
     if (this.httpActive >= limits.httpMaxConcurrent) await new Promise<void>((resolve) => this.httpWaiting.push(resolve));
     this.httpActive++;
     try {

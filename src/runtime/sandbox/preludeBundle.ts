@@ -18,6 +18,6 @@ export function preludeSource(): Promise<string> {
       logLevel: "silent",
       define: { global: "globalThis" },
     })
-    .then((r) => r.outputFiles[0]!.text);
+    .then((r) => r.outputFiles[0].text);
   return built;
 }

@@ -134,7 +134,8 @@ const isTime = (v: unknown): v is number => typeof v === "number" && Number.isFi
 
 function str(msg: Rec, key: string, id: number | undefined, max = Number.MAX_SAFE_INTEGER): string {
   const v = msg[key];
-  if (typeof v !== "string" || v.length > max) throw new ProtocolError(`"${key}" must be a string${max < Number.MAX_SAFE_INTEGER ? ` of at most ${max} characters` : ""}`, id);
+  if (typeof v !== "string" || v.length > max)
+    throw new ProtocolError(`"${key}" must be a string${max < Number.MAX_SAFE_INTEGER ? ` of at most ${max} characters` : ""}`, id);
   return v;
 }
 
@@ -181,7 +182,7 @@ function readLimits(v: unknown): SandboxLimits {
   const out: Record<string, number> = {};
   for (const k of keys) {
     if (!isPositiveInt(v[k])) throw new ProtocolError(`limits.${k} must be a positive integer`, undefined);
-    out[k] = v[k] as number;
+    out[k] = v[k];
   }
   return out as unknown as SandboxLimits;
 }
@@ -192,12 +193,20 @@ export function readHostMessage(raw: unknown): HostToWorker {
   const id = isId(raw["id"]) ? raw["id"] : undefined;
   switch (raw["type"]) {
     case "init":
-      if (typeof raw["allowPrivateNetworks"] !== "boolean" || !isPositiveInt(raw["maxWarmIsolates"])) throw new ProtocolError("malformed init", undefined);
-      return { type: "init", prelude: str(raw, "prelude", undefined), limits: readLimits(raw["limits"]), allowPrivateNetworks: raw["allowPrivateNetworks"], maxWarmIsolates: raw["maxWarmIsolates"] };
+      if (typeof raw["allowPrivateNetworks"] !== "boolean" || !isPositiveInt(raw["maxWarmIsolates"]))
+        throw new ProtocolError("malformed init", undefined);
+      return {
+        type: "init",
+        prelude: str(raw, "prelude", undefined),
+        limits: readLimits(raw["limits"]),
+        allowPrivateNetworks: raw["allowPrivateNetworks"],
+        maxWarmIsolates: raw["maxWarmIsolates"],
+      };
     case "invoke": {
       if (id === undefined) throw new ProtocolError("an invocation needs an id", undefined);
       if (!METHODS.has(raw["method"] as string)) throw new ProtocolError("unknown method", id);
-      if (!isPositiveInt(raw["timeoutMs"]) || !isPositiveInt(raw["memoryMb"])) throw new ProtocolError("timeoutMs and memoryMb must be positive integers", id);
+      if (!isPositiveInt(raw["timeoutMs"]) || !isPositiveInt(raw["memoryMb"]))
+        throw new ProtocolError("timeoutMs and memoryMb must be positive integers", id);
       const msg: InvokeRequest = {
         type: "invoke",
         id,
@@ -215,7 +224,8 @@ export function readHostMessage(raw: unknown): HostToWorker {
     }
     case "describe":
       if (id === undefined) throw new ProtocolError("a describe request needs an id", undefined);
-      if (!isPositiveInt(raw["timeoutMs"]) || !isPositiveInt(raw["memoryMb"])) throw new ProtocolError("timeoutMs and memoryMb must be positive integers", id);
+      if (!isPositiveInt(raw["timeoutMs"]) || !isPositiveInt(raw["memoryMb"]))
+        throw new ProtocolError("timeoutMs and memoryMb must be positive integers", id);
       return { type: "describe", id, bundle: str(raw, "bundle", id), timeoutMs: raw["timeoutMs"], memoryMb: raw["memoryMb"] };
     case "ping":
       if (!isTime(raw["seq"])) throw new ProtocolError("malformed ping", undefined);
@@ -246,10 +256,19 @@ export function readWorkerMessage(raw: unknown, limits: SandboxLimits): WorkerTo
       return { type: "need-bundle", id };
     case "respond": {
       const r = raw["response"];
-      if (!isRec(r) || !Number.isSafeInteger(r["status"]) || typeof r["base64"] !== "boolean" || (r["body"] !== null && typeof r["body"] !== "string")) {
+      if (
+        !isRec(r) ||
+        !Number.isSafeInteger(r["status"]) ||
+        typeof r["base64"] !== "boolean" ||
+        (r["body"] !== null && typeof r["body"] !== "string")
+      ) {
         throw new ProtocolError("a response must be { status, headers, body, base64 }", id);
       }
-      return { type: "respond", id, response: { status: r["status"] as number, headers: str(r, "headers", id), body: r["body"] as string | null, base64: r["base64"] } };
+      return {
+        type: "respond",
+        id,
+        response: { status: r["status"] as number, headers: str(r, "headers", id), body: r["body"], base64: r["base64"] },
+      };
     }
     case "result":
       return { type: "result", id, outcome: readOutcome(raw["outcome"], id, limits) };
@@ -270,13 +289,15 @@ function readOutcome(v: unknown, id: number, limits: SandboxLimits): WorkerOutco
   if (typeof v["ok"] !== "boolean" || typeof v["dbChanged"] !== "boolean" || typeof v["warm"] !== "boolean") {
     throw new ProtocolError("the outcome needs ok, dbChanged and warm booleans", id);
   }
-  if (!isCount(v["droppedLogLines"]) || !isTime(v["cpuMs"]) || !isTime(v["wallMs"])) throw new ProtocolError("the outcome's counters are malformed", id);
+  if (!isCount(v["droppedLogLines"]) || !isTime(v["cpuMs"]) || !isTime(v["wallMs"]))
+    throw new ProtocolError("the outcome's counters are malformed", id);
   if (!Array.isArray(v["emits"])) throw new ProtocolError("emits must be an array", id);
   if (v["emits"].length > limits.maxEmitsPerRun) throw new ProtocolError(`more than ${limits.maxEmitsPerRun} emits`, id);
   const emits: WorkerEmit[] = [];
   for (const e of v["emits"]) {
-    if (!isRec(e) || typeof e["event"] !== "string" || !isRec(e["meta"])) throw new ProtocolError("an emit must be { event: JSON text, meta }", id);
-    emits.push({ event: e["event"], meta: e["meta"] as EmitMeta });
+    if (!isRec(e) || typeof e["event"] !== "string" || !isRec(e["meta"]))
+      throw new ProtocolError("an emit must be { event: JSON text, meta }", id);
+    emits.push({ event: e["event"], meta: e["meta"] });
   }
   const out: WorkerOutcome = {
     ok: v["ok"],
@@ -295,7 +316,8 @@ function readOutcome(v: unknown, id: number, limits: SandboxLimits): WorkerOutco
   if (v["exports"] !== undefined) out.exports = str(v, "exports", id);
   if (v["exited"] !== undefined) {
     const x = v["exited"];
-    if (!isRec(x) || (x["reason"] !== undefined && typeof x["reason"] !== "string")) throw new ProtocolError("exited must be { reason? }", id);
+    if (!isRec(x) || (x["reason"] !== undefined && typeof x["reason"] !== "string"))
+      throw new ProtocolError("exited must be { reason? }", id);
     out.exited = x["reason"] === undefined ? {} : { reason: str(x, "reason", id, MAX_ERROR_FIELD) };
   }
   return out;

@@ -9,15 +9,7 @@ import { fileURLToPath } from "node:url";
 import { JsonLimitError, MAX_ENVELOPE_DEPTH, parseJson, stringifyJson } from "../../json/bounded.js";
 import { defaultWorkerCount, resolveLimits, type RuntimeOptions, type SandboxLimits } from "../config.js";
 import { checkHeaders, checkMeta, checkStatus, MAX_HEADER_VALUE_BYTES, MAX_RESPONSE_HEADERS } from "../rules.js";
-import type {
-  Emit,
-  HttpResponse,
-  Invocation,
-  InvocationCallbacks,
-  InvocationError,
-  InvocationOutcome,
-  LogLine,
-} from "../types.js";
+import type { Emit, HttpResponse, Invocation, InvocationCallbacks, InvocationError, InvocationOutcome, LogLine } from "../types.js";
 import { MAX_DESCRIBE_CHARS } from "./isolateResults.js";
 import { preludeSource } from "./preludeBundle.js";
 import {
@@ -71,7 +63,11 @@ const MAX_BAD_MESSAGES = 3;
 const META_KEYS = new Set(["id", "name", "summary", "ts"]);
 
 function protocolFailure(reason: string): InvocationError {
-  return { name: "SandboxProtocolError", code: "SANDBOX_PROTOCOL", message: `the runner process sent a malformed message (${reason.slice(0, 300)}); the invocation was aborted` };
+  return {
+    name: "SandboxProtocolError",
+    code: "SANDBOX_PROTOCOL",
+    message: `the runner process sent a malformed message (${reason.slice(0, 300)}); the invocation was aborted`,
+  };
 }
 
 class RunnerProcess {
@@ -108,7 +104,10 @@ function fnv1a(text: string): number {
 export class Runtime {
   readonly limits: SandboxLimits;
   private readonly runners: RunnerProcess[];
-  private readonly opts: Required<Omit<RuntimeOptions, "limits" | "timeoutMs" | "memoryMb" | "workers" | "workerPath">> & { workers: number; workerPath: string };
+  private readonly opts: Required<Omit<RuntimeOptions, "limits" | "timeoutMs" | "memoryMb" | "workers" | "workerPath">> & {
+    workers: number;
+    workerPath: string;
+  };
   private nextId = 1;
   private closed = false;
   private readonly heartbeat: NodeJS.Timeout;
@@ -121,7 +120,8 @@ export class Runtime {
     this.limits = resolveLimits(options);
     // The runner children refuse anything else (protocol.ts): say so here, not as a hang later.
     for (const [name, value] of Object.entries(this.limits)) {
-      if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`runtime limit ${name} must be a positive integer, got ${String(value)}`);
+      if (!Number.isSafeInteger(value) || value <= 0)
+        throw new TypeError(`runtime limit ${name} must be a positive integer, got ${String(value)}`);
     }
     this.opts = {
       workers: options.workers ?? defaultWorkerCount(),
@@ -231,7 +231,11 @@ export class Runtime {
       runner.pending.delete(id);
       if (pending.kind === "invoke") {
         const error: InvocationError = pending.overran
-          ? { name: "TimeoutError", code: "TIMEOUT", message: `the invocation did not stop within ${pending.msg.timeoutMs} ms; its runner process was killed and replaced` }
+          ? {
+              name: "TimeoutError",
+              code: "TIMEOUT",
+              message: `the invocation did not stop within ${pending.msg.timeoutMs} ms; its runner process was killed and replaced`,
+            }
           : reason;
         this.finishInvoke(runner, pending, null, error);
       } else {
@@ -360,7 +364,10 @@ export class Runtime {
 
   private addLog(pending: PendingInvoke, line: LogLine): void {
     const { maxLogLines, maxLogBytes, maxLogLineChars } = this.limits;
-    if (pending.logs.length >= maxLogLines || pending.logBytes + Math.min(line.message.length, maxLogLineChars) > maxLogBytes + maxLogLineChars) {
+    if (
+      pending.logs.length >= maxLogLines ||
+      pending.logBytes + Math.min(line.message.length, maxLogLineChars) > maxLogBytes + maxLogLineChars
+    ) {
       pending.hostDroppedLogs++;
       return;
     }
@@ -375,7 +382,9 @@ export class Runtime {
     if (!status.ok) throw new ProtocolError(status.message, id);
     let headers: Record<string, string | string[]>;
     try {
-      const checked = checkHeaders(parseJson(r.headers, { maxDepth: 2, maxLength: MAX_RESPONSE_HEADERS * (6 * MAX_HEADER_VALUE_BYTES + 1024) }));
+      const checked = checkHeaders(
+        parseJson(r.headers, { maxDepth: 2, maxLength: MAX_RESPONSE_HEADERS * (6 * MAX_HEADER_VALUE_BYTES + 1024) }),
+      );
       if (!checked.ok) throw new Error(checked.message);
       headers = { ...checked.value };
     } catch (err) {
@@ -383,7 +392,8 @@ export class Runtime {
     }
     if (r.body === null) return { status: status.value, headers, body: null };
     if (r.base64) {
-      if (r.body.length > Math.ceil(max / 3) * 4 || !/^[A-Za-z0-9+/]*={0,2}$/.test(r.body)) throw new ProtocolError("the response body is not base64 within the limit", id);
+      if (r.body.length > Math.ceil(max / 3) * 4 || !/^[A-Za-z0-9+/]*={0,2}$/.test(r.body))
+        throw new ProtocolError("the response body is not base64 within the limit", id);
       return { status: status.value, headers, body: { base64: r.body } };
     }
     if (Buffer.byteLength(r.body) > max) throw new ProtocolError(`the response body is over ${max} bytes`, id);
@@ -391,7 +401,11 @@ export class Runtime {
   }
 
   /** Parses and re-checks the user's data in an outcome; throws ProtocolError naming what failed. */
-  private readUserData(pending: PendingInvoke, outcome: WorkerOutcome, emits: Emit[]): Pick<InvocationOutcome, "db" | "returnValue" | "exports"> {
+  private readUserData(
+    pending: PendingInvoke,
+    outcome: WorkerOutcome,
+    emits: Emit[],
+  ): Pick<InvocationOutcome, "db" | "returnValue" | "exports"> {
     const { maxEmitBytes, maxDbBytes } = this.limits;
     const id = pending.msg.id;
     const bounded = (text: string, what: string, maxBytes: number): unknown => {
@@ -406,7 +420,8 @@ export class Runtime {
     for (const e of outcome.emits) {
       const meta = e.meta as unknown as Record<string, unknown>;
       const checked = checkMeta(meta["id"], meta["name"], meta["summary"], meta["ts"]);
-      if (!checked.ok || Object.keys(meta).some((k) => !META_KEYS.has(k))) throw new ProtocolError(`an emit's meta: ${checked.ok ? "unknown fields" : checked.message}`, id);
+      if (!checked.ok || Object.keys(meta).some((k) => !META_KEYS.has(k)))
+        throw new ProtocolError(`an emit's meta: ${checked.ok ? "unknown fields" : checked.message}`, id);
       emits.push({ event: bounded(e.event, "an emitted event", maxEmitBytes), meta: checked.value });
     }
     const out: Pick<InvocationOutcome, "db" | "returnValue" | "exports"> = { db: pending.inv.db ?? {} };
@@ -421,7 +436,8 @@ export class Runtime {
       }
       if (!isRec(db)) throw new ProtocolError("the db snapshot is not an object", id);
       const size = dbSize(db);
-      if (size > maxDbBytes && size > dbSize(pending.inv.db ?? {})) throw new ProtocolError(`the db snapshot is ${size} bytes, over the limit of ${maxDbBytes}`, id);
+      if (size > maxDbBytes && size > dbSize(pending.inv.db ?? {}))
+        throw new ProtocolError(`the db snapshot is ${size} bytes, over the limit of ${maxDbBytes}`, id);
       out.db = db;
     }
     if (outcome.returnValue !== undefined) out.returnValue = bounded(outcome.returnValue, "the return value", maxEmitBytes);
@@ -433,7 +449,12 @@ export class Runtime {
     return out;
   }
 
-  private finishInvoke(runner: RunnerProcess, pending: PendingInvoke, outcome: WorkerOutcome | null, error: InvocationError | undefined): void {
+  private finishInvoke(
+    runner: RunnerProcess,
+    pending: PendingInvoke,
+    outcome: WorkerOutcome | null,
+    error: InvocationError | undefined,
+  ): void {
     clearTimeout(pending.hardTimer);
     const emits: Emit[] = [];
     let data: Pick<InvocationOutcome, "db" | "returnValue" | "exports"> = { db: pending.inv.db ?? {} };
@@ -480,7 +501,7 @@ export class Runtime {
   }
 
   private runnerFor(inv: Invocation): RunnerProcess {
-    return this.runners[fnv1a(`${inv.ownerId}\u0000${inv.sourceId}`) % this.runners.length]!;
+    return this.runners[fnv1a(`${inv.ownerId}\u0000${inv.sourceId}`) % this.runners.length];
   }
 
   /** Waits for a free invocation slot on `runner` and a started child. */
@@ -526,17 +547,21 @@ export class Runtime {
     let db: string;
     try {
       // Bounded like everything else that crosses to the child; the envelope adds a few levels to the user's data.
-      payload = stringifyJson({
-        method: inv.method,
-        props: inv.props ?? {},
-        event: inv.event,
-        http: inv.http,
-        steps: inv.steps,
-        limits: { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes },
-      }, { maxDepth: MAX_ENVELOPE_DEPTH });
+      payload = stringifyJson(
+        {
+          method: inv.method,
+          props: inv.props ?? {},
+          event: inv.event,
+          http: inv.http,
+          steps: inv.steps,
+          limits: { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes },
+        },
+        { maxDepth: MAX_ENVELOPE_DEPTH },
+      );
       db = stringifyJson(inv.db ?? {}, { maxDepth: MAX_ENVELOPE_DEPTH });
     } catch (err) {
-      const why = err instanceof JsonLimitError && err.reason === "too_deep" ? err.message : `not JSON-serializable: ${(err as Error).message}`;
+      const why =
+        err instanceof JsonLimitError && err.reason === "too_deep" ? err.message : `not JSON-serializable: ${(err as Error).message}`;
       throw new InvalidInvocationError(`invocation props, event or db are ${why}`);
     }
     const runner = this.runnerFor(inv);
@@ -592,7 +617,7 @@ export class Runtime {
 
   /** Loads a bundle in a fresh, throwaway isolate and describes the exported component. */
   async describe(bundle: string): Promise<DescribeResult> {
-    const runner = this.runners[this.describeCursor++ % this.runners.length]!;
+    const runner = this.runners[this.describeCursor++ % this.runners.length];
     await this.acquire(runner);
     const id = this.nextId++;
     return new Promise<DescribeResult>((resolve) => {
@@ -611,7 +636,11 @@ export class Runtime {
         runner.markReady(); // wakes work waiting for a replacement child that will not come
         const child = runner.child;
         if (!child) return;
-        runner.killReason = { name: "RuntimeClosedError", code: "RUNTIME_CLOSED", message: "the runtime was closed; the invocation was aborted" };
+        runner.killReason = {
+          name: "RuntimeClosedError",
+          code: "RUNTIME_CLOSED",
+          message: "the runtime was closed; the invocation was aborted",
+        };
         const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
         this.send(runner, { type: "shutdown" });
         const timer = setTimeout(() => child.kill("SIGKILL"), 2000);
@@ -655,8 +684,10 @@ function validateInvocation(inv: Invocation): void {
     if (typeof inv[key] !== "string" || inv[key].length === 0) problems.push(`${key} must be a non-empty string`);
   }
   if (!VALID_METHODS.has(inv.method)) problems.push(`method must be run, deploy, activate or deactivate`);
-  if (inv.limits?.timeoutMs !== undefined && !(Number.isInteger(inv.limits.timeoutMs) && inv.limits.timeoutMs > 0)) problems.push("limits.timeoutMs must be a positive integer");
-  if (inv.limits?.memoryMb !== undefined && !(Number.isInteger(inv.limits.memoryMb) && inv.limits.memoryMb >= 8)) problems.push("limits.memoryMb must be an integer >= 8");
+  if (inv.limits?.timeoutMs !== undefined && !(Number.isInteger(inv.limits.timeoutMs) && inv.limits.timeoutMs > 0))
+    problems.push("limits.timeoutMs must be a positive integer");
+  if (inv.limits?.memoryMb !== undefined && !(Number.isInteger(inv.limits.memoryMb) && inv.limits.memoryMb >= 8))
+    problems.push("limits.memoryMb must be an integer >= 8");
   if (inv.db !== undefined && !isRec(inv.db)) problems.push("db must be an object");
   if (problems.length) throw new InvalidInvocationError(`invalid invocation: ${problems.join("; ")}`);
 }

@@ -28,7 +28,8 @@ export class TrustedDb {
     if (this.#values) return this.#values;
     const values = new Map<string, string>();
     const snapshot = parseJson(this.snapshotJson);
-    if (typeof snapshot !== "object" || snapshot === null || Array.isArray(snapshot)) throw new TypeError("the db snapshot must be a JSON object");
+    if (typeof snapshot !== "object" || snapshot === null || Array.isArray(snapshot))
+      throw new TypeError("the db snapshot must be a JSON object");
     for (const [key, value] of Object.entries(snapshot)) {
       const json = JSON.stringify(value);
       values.set(key, json);
@@ -43,7 +44,10 @@ export class TrustedDb {
     if (typeof key !== "string") return { name: "TypeError", message: `this.db.set: the key must be a string, got ${typeof key}` };
     const keyBytes = Buffer.byteLength(key);
     if (keyBytes > MAX_DB_KEY_BYTES) {
-      return { name: "DbLimitError", message: `this.db.set(${shownKey(key)}): the key is ${keyBytes} bytes, over the limit of ${MAX_DB_KEY_BYTES} bytes` };
+      return {
+        name: "DbLimitError",
+        message: `this.db.set(${shownKey(key)}): the key is ${keyBytes} bytes, over the limit of ${MAX_DB_KEY_BYTES} bytes`,
+      };
     }
     const what = `this.db.set(${shownKey(key)})`;
     const values = this.values();
@@ -65,7 +69,8 @@ export class TrustedDb {
         message: `${what}: the source's data would be ${nextSize} bytes, over the limit of ${this.limit} bytes (${Math.round(this.limit / 1024)} KB) per source`,
       };
     }
-    if (jsonDepth(json, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) return { name: "DbLimitError", message: `${what}: the value is nested deeper than ${MAX_JSON_DEPTH} levels` };
+    if (jsonDepth(json, MAX_JSON_DEPTH) > MAX_JSON_DEPTH)
+      return { name: "DbLimitError", message: `${what}: the value is nested deeper than ${MAX_JSON_DEPTH} levels` };
     try {
       JSON.parse(json);
     } catch {

@@ -4,7 +4,15 @@
 import type { HttpResponse, InvocationError, LogLine } from "../types.js";
 import { IsolateResultError, readRunResult } from "./isolateResults.js";
 import { IsolateSlot, InvocationRecord, type SlotEnv } from "./isolateSlot.js";
-import { ProtocolError, readHostMessage, type DescribeRequest, type InvokeRequest, type WorkerOutcome, type WorkerResponse, type WorkerToHost } from "./protocol.js";
+import {
+  ProtocolError,
+  readHostMessage,
+  type DescribeRequest,
+  type InvokeRequest,
+  type WorkerOutcome,
+  type WorkerResponse,
+  type WorkerToHost,
+} from "./protocol.js";
 
 let env: SlotEnv | undefined;
 let maxWarm = 64;
@@ -26,7 +34,12 @@ function send(msg: WorkerToHost): void {
 
 function wireResponse(r: HttpResponse): WorkerResponse {
   const base64 = r.body !== null && typeof r.body === "object";
-  return { status: r.status, headers: JSON.stringify(r.headers), body: r.body === null ? null : typeof r.body === "string" ? r.body : r.body.base64, base64 };
+  return {
+    status: r.status,
+    headers: JSON.stringify(r.headers),
+    body: r.body === null ? null : typeof r.body === "string" ? r.body : r.body.base64,
+    base64,
+  };
 }
 
 function flushLogs(): void {
@@ -71,7 +84,13 @@ function touch(key: string, slot: IsolateSlot): void {
   }
 }
 
-function classify(err: unknown, rec: InvocationRecord, slot: IsolateSlot | undefined, timeoutMs: number, memoryMb: number): InvocationError {
+function classify(
+  err: unknown,
+  rec: InvocationRecord,
+  slot: IsolateSlot | undefined,
+  timeoutMs: number,
+  memoryMb: number,
+): InvocationError {
   if (err instanceof IsolateResultError) {
     return err.limit
       ? { name: "LimitExceededError", code: "LIMIT_EXCEEDED", message: err.message }
@@ -84,7 +103,11 @@ function classify(err: unknown, rec: InvocationRecord, slot: IsolateSlot | undef
   // Only a disposed isolate counts: an error the component made up cannot claim these codes.
   const disposed = slot !== undefined && (slot.disposed || slot.isolate.isDisposed);
   if (disposed && /memory limit/i.test(message)) {
-    return { name: "MemoryLimitError", code: "MEMORY_LIMIT", message: `the invocation exceeded the memory limit of ${memoryMb} MB and was stopped` };
+    return {
+      name: "MemoryLimitError",
+      code: "MEMORY_LIMIT",
+      message: `the invocation exceeded the memory limit of ${memoryMb} MB and was stopped`,
+    };
   }
   if (disposed) return { name: "SandboxError", code: "ISOLATE_DISPOSED", message: `the sandbox was stopped: ${message.slice(0, 500)}` };
   // The platform's own code in the isolate failed: almost always built-ins the component replaced.
@@ -202,7 +225,14 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
 async function runDescribe(msg: DescribeRequest): Promise<void> {
   if (!env) throw new Error("runner not initialised");
   const logs: LogLine[] = [];
-  const rec = new InvocationRecord(msg.id, Date.now() + msg.timeoutMs, "{}", env.limits.maxDbBytes, (l) => logs.push(l), () => {});
+  const rec = new InvocationRecord(
+    msg.id,
+    Date.now() + msg.timeoutMs,
+    "{}",
+    env.limits.maxDbBytes,
+    (l) => logs.push(l),
+    () => {},
+  );
   const slot = new IsolateSlot(`describe:${msg.id}`, `describe:${msg.id}`, msg.memoryMb, env);
   slot.current = rec;
   const timer = setTimeout(() => {
@@ -211,8 +241,14 @@ async function runDescribe(msg: DescribeRequest): Promise<void> {
   }, msg.timeoutMs);
   try {
     const loaded = await slot.init(msg.bundle, true);
-    if (loaded.ok && loaded.describe !== undefined) send({ type: "described", id: msg.id, result: { ok: true, describe: loaded.describe, logs } });
-    else send({ type: "described", id: msg.id, result: { ok: false, error: loaded.error ?? { name: "Error", message: "load failed", code: "LOAD_ERROR" }, logs } });
+    if (loaded.ok && loaded.describe !== undefined)
+      send({ type: "described", id: msg.id, result: { ok: true, describe: loaded.describe, logs } });
+    else
+      send({
+        type: "described",
+        id: msg.id,
+        result: { ok: false, error: loaded.error ?? { name: "Error", message: "load failed", code: "LOAD_ERROR" }, logs },
+      });
   } catch (err) {
     send({ type: "described", id: msg.id, result: { ok: false, error: classify(err, rec, slot, msg.timeoutMs, msg.memoryMb), logs } });
   } finally {
@@ -223,8 +259,8 @@ async function runDescribe(msg: DescribeRequest): Promise<void> {
 
 function enqueue(key: string, task: () => Promise<void>): void {
   const previous = queues.get(key) ?? Promise.resolve();
-  const next = previous.then(task, task).catch((err) => {
-    process.stderr.write(`headwater runner: ${String(err?.stack ?? err)}\n`);
+  const next = previous.then(task, task).catch((err: unknown) => {
+    process.stderr.write(`headwater runner: ${String((err as Error | undefined)?.stack ?? err)}\n`);
   });
   queues.set(key, next);
   void next.finally(() => {
@@ -248,7 +284,9 @@ function onMessage(raw: unknown): void {
       enqueue(`${msg.ownerId}\u0000${msg.sourceId}`, () => runInvocation(msg));
       return;
     case "describe":
-      void runDescribe(msg).catch((err) => process.stderr.write(`headwater runner: ${String(err?.stack ?? err)}\n`));
+      void runDescribe(msg).catch((err: unknown) =>
+        process.stderr.write(`headwater runner: ${String((err as Error | undefined)?.stack ?? err)}\n`),
+      );
       return;
     case "shutdown":
       for (const slot of slots.values()) slot.dispose();
@@ -268,7 +306,12 @@ process.on("message", (raw: unknown) => {
       const error: InvocationError = { name: "SandboxProtocolError", code: "SANDBOX_PROTOCOL", message };
       const type = (raw as { type?: unknown } | null)?.type;
       if (type === "describe") send({ type: "described", id, result: { ok: false, error, logs: [] } });
-      else send({ type: "result", id, outcome: { ok: false, error, emits: [], dbChanged: false, droppedLogLines: 0, cpuMs: 0, wallMs: 0, warm: false } });
+      else
+        send({
+          type: "result",
+          id,
+          outcome: { ok: false, error, emits: [], dbChanged: false, droppedLogLines: 0, cpuMs: 0, wallMs: 0, warm: false },
+        });
     }
   }
 });

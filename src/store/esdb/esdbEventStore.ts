@@ -22,7 +22,6 @@ import {
   type AllSubscription,
   type AppendOptions,
   type AppendResult,
-  type EventMetadata,
   type EventStore,
   type ExpectedRevision,
   type NewEvent,
@@ -63,8 +62,11 @@ function toRecordedEvent(event: StoredEvent): RecordedEvent {
   return {
     id: event.id,
     type: event.type,
-    data: event.isJson ? event.data : Buffer.from(event.data as Uint8Array).toString("base64"),
-    metadata: metadata !== undefined && typeof metadata === "object" && !(metadata instanceof Uint8Array) && !Array.isArray(metadata) ? (metadata as EventMetadata) : {},
+    data: event.isJson ? event.data : Buffer.from(event.data).toString("base64"),
+    metadata:
+      metadata !== undefined && typeof metadata === "object" && !(metadata instanceof Uint8Array) && !Array.isArray(metadata)
+        ? metadata
+        : {},
     stream: event.streamId,
     revision: Number(event.revision),
     // The commit position: unique per event for every append made without explicit transactions.
@@ -92,7 +94,13 @@ function streamStateOf(expected: ExpectedRevision): AppendStreamState {
 
 function toEventData(event: ProposedEvent): EventData {
   // The client's JSON type excludes bare numbers and null, but it sends JSON.stringify(data), which carries them.
-  return { id: event.id, contentType: "application/json", type: event.type, data: event.data as object, metadata: event.metadata } as EventData;
+  return {
+    id: event.id,
+    contentType: "application/json",
+    type: event.type,
+    data: event.data as object,
+    metadata: event.metadata,
+  } as EventData;
 }
 
 export function openEsdbEventStore(options: EsdbEventStoreOptions): EventStore {
@@ -197,7 +205,7 @@ class EsdbEventStore implements EventStore {
       const from = expected === "no_stream" ? 0 : expected + 1;
       remember(await this.readStream(stream, { fromRevision: from, maxCount: events.length }));
     }
-    const revision = latest.length > 0 ? latest[0]!.revision : await this.streamRevision(stream);
+    const revision = latest.length > 0 ? latest[0].revision : await this.streamRevision(stream);
     return { replay: findReplay(stream, events, (id) => found.get(id)), revision };
   }
 

@@ -122,7 +122,7 @@ class PostgresEventStore implements EventStore {
         this.sql.readState,
         [streams, givenIds],
       );
-      const state = rows[0]!;
+      const state = rows[0];
       const plan = planCommit(
         group,
         {
@@ -249,13 +249,13 @@ class PostgresEventStore implements EventStore {
   async headPosition(): Promise<number> {
     this.assertOpen();
     const { rows } = await this.pool.query<{ position: string }>(this.sql.headPosition);
-    return Number(rows[0]!.position);
+    return Number(rows[0].position);
   }
 
   async streamRevision(stream: string): Promise<number | undefined> {
     this.assertOpen();
     const { rows } = await this.pool.query<{ revision: string }>(this.sql.streamRevision, [stream]);
-    return rows.length === 0 ? undefined : Number(rows[0]!.revision);
+    return rows.length === 0 ? undefined : Number(rows[0].revision);
   }
 
   async truncateBefore(stream: string, beforeRevision: number): Promise<void> {

@@ -131,15 +131,7 @@ class SqliteEventStore implements EventStore {
     let position = 0;
     for (const event of events) {
       revision += 1;
-      const inserted = insertEvent.run(
-        stream,
-        revision,
-        event.id,
-        event.type,
-        jsonText(event.data),
-        jsonText(event.metadata),
-        created,
-      );
+      const inserted = insertEvent.run(stream, revision, event.id, event.type, jsonText(event.data), jsonText(event.metadata), created);
       position = Number(inserted.lastInsertRowid);
     }
     upsertStream.run(stream, revision);
@@ -253,18 +245,12 @@ function prepareStatements(db: Connection) {
   return {
     eventById: statement("SELECT stream, revision, position FROM events WHERE id = ?"),
     streamRevision: statement("SELECT revision FROM streams WHERE stream = ?"),
-    insertEvent: statement(
-      "INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-    ),
+    insertEvent: statement("INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)"),
     upsertStream: statement(
       "INSERT INTO streams (stream, revision) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision",
     ),
-    readStreamForwards: statement(
-      `SELECT ${eventColumns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`,
-    ),
-    readStreamBackwards: statement(
-      `SELECT ${eventColumns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
-    ),
+    readStreamForwards: statement(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`),
+    readStreamBackwards: statement(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`),
     readAll: statement(`SELECT ${eventColumns} FROM events WHERE position > ? ORDER BY position LIMIT ?`),
     headPosition: statement("SELECT seq FROM sqlite_sequence WHERE name = 'events'"),
     truncateBefore: statement("DELETE FROM events WHERE stream = ? AND revision < ?"),

@@ -82,7 +82,13 @@ function mergeConfig(a: AxiosRequestConfig, b: AxiosRequestConfig): AxiosRequest
 }
 
 function encodeParam(v: string): string {
-  return encodeURIComponent(v).replace(/%3A/gi, ":").replace(/%24/g, "$").replace(/%2C/gi, ",").replace(/%20/g, "+").replace(/%5B/gi, "[").replace(/%5D/gi, "]");
+  return encodeURIComponent(v)
+    .replace(/%3A/gi, ":")
+    .replace(/%24/g, "$")
+    .replace(/%2C/gi, ",")
+    .replace(/%20/g, "+")
+    .replace(/%5B/gi, "[")
+    .replace(/%5D/gi, "]");
 }
 
 function serializeParams(params: unknown): string {
@@ -94,7 +100,8 @@ function serializeParams(params: unknown): string {
     const values = Array.isArray(value) ? value : [value];
     const name = Array.isArray(value) ? `${key}[]` : key;
     for (const item of values) {
-      const text = item instanceof Date ? item.toISOString() : typeof item === "object" && item !== null ? JSON.stringify(item) : String(item);
+      const text =
+        item instanceof Date ? item.toISOString() : typeof item === "object" && item !== null ? JSON.stringify(item) : String(item);
       parts.push(`${encodeParam(name)}=${encodeParam(text)}`);
     }
   }
@@ -108,7 +115,8 @@ function buildUrl(config: AxiosRequestConfig): string {
   }
   if (config.params) {
     const ser = config.paramsSerializer;
-    const qs = typeof ser === "function" ? ser(config.params) : ser?.serialize ? ser.serialize(config.params) : serializeParams(config.params);
+    const qs =
+      typeof ser === "function" ? ser(config.params) : ser?.serialize ? ser.serialize(config.params) : serializeParams(config.params);
     if (qs) {
       const hashIndex = url.indexOf("#");
       if (hashIndex !== -1) url = url.slice(0, hashIndex);
@@ -262,7 +270,8 @@ export function createInstance(defaults: AxiosRequestConfig = {}): AxiosInstance
   instance.defaults = { ...defaults, headers: { ...(defaults.headers ?? {}) } };
   instance.interceptors = interceptors;
   instance.request = (config) => request(config);
-  for (const m of ["get", "delete", "head", "options"] as const) instance[m] = (url: string, config?: AxiosRequestConfig) => request({ ...config, method: m, url });
+  for (const m of ["get", "delete", "head", "options"] as const)
+    instance[m] = (url: string, config?: AxiosRequestConfig) => request({ ...config, method: m, url });
   for (const m of ["post", "put", "patch"] as const)
     instance[m] = (url: string, data?: unknown, config?: AxiosRequestConfig) => request({ ...config, method: m, url, data });
   instance.create = (config?: AxiosRequestConfig) => createInstance(mergeConfig(instance.defaults, config ?? {}));

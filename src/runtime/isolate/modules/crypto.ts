@@ -75,7 +75,7 @@ export function hash(algorithm: string, data: Data, encoding = "hex"): string | 
 export function randomBytes(size: number, callback?: (err: Error | null, buf: Buffer) => void): Buffer {
   if (!Number.isInteger(size) || size < 0 || size > 65536) throw new RangeError('The "size" argument must be an integer from 0 to 65536');
   const buf = Buffer.from(hostSync<Uint8Array>("crypto.randomBytes", { size }));
-  if (callback) Promise.resolve().then(() => callback(null, buf));
+  if (callback) void Promise.resolve().then(() => callback(null, buf));
   return buf;
 }
 
@@ -89,8 +89,8 @@ export function getRandomValues<T extends ArrayBufferView>(array: T): T {
 
 export function randomUUID(): string {
   const b = getRandomValues(new Uint8Array(16));
-  b[6] = (b[6]! & 0x0f) | 0x40;
-  b[8] = (b[8]! & 0x3f) | 0x80;
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
   const hex = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
@@ -100,14 +100,14 @@ export function randomInt(min: number, max?: number): number {
   const range = max - min;
   if (!Number.isSafeInteger(range) || range <= 0) throw new RangeError("randomInt: max must be greater than min");
   const bytes = getRandomValues(new Uint32Array(2));
-  const r = (bytes[0]! * 2 ** 32 + bytes[1]!) / 2 ** 64;
+  const r = (bytes[0] * 2 ** 32 + bytes[1]) / 2 ** 64;
   return min + Math.floor(r * range);
 }
 
 export function timingSafeEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.byteLength !== b.byteLength) throw new RangeError("Input buffers must have the same byte length");
   let diff = 0;
-  for (let i = 0; i < a.byteLength; i++) diff |= a[i]! ^ b[i]!;
+  for (let i = 0; i < a.byteLength; i++) diff |= a[i] ^ b[i];
   return diff === 0;
 }
 

@@ -20,7 +20,9 @@ export interface LegacyUrl {
 }
 
 export function parse(input: string, parseQueryString = false): LegacyUrl {
-  const m = /^(?:([a-zA-Z][a-zA-Z0-9+.-]*:))?(?:(\/\/)(?:([^@/?#]*)@)?([^/?#:]*|\[[^\]]*\])(?::(\d*))?)?([^?#]*)(\?[^#]*)?(#.*)?$/.exec(String(input).trim());
+  const m = /^(?:([a-zA-Z][a-zA-Z0-9+.-]*:))?(?:(\/\/)(?:([^@/?#]*)@)?([^/?#:]*|\[[^\]]*\])(?::(\d*))?)?([^?#]*)(\?[^#]*)?(#.*)?$/.exec(
+    String(input).trim(),
+  );
   const [, protocol, slashes, auth, hostname, port, pathname, search, hash] = m ?? [];
   const host = hostname ? hostname.toLowerCase() + (port ? `:${port}` : "") : null;
   const query = search ? search.slice(1) : null;

@@ -76,7 +76,8 @@ export function inspect(value: unknown, options: InspectOptions = {}): string {
       } else if (ArrayBuffer.isView(v)) {
         const bytes = Array.from(new Uint8Array(v.buffer, v.byteOffset, Math.min(v.byteLength, 50)));
         const name = (v.constructor as { name?: string })?.name ?? "Uint8Array";
-        if (name === "Buffer") return `<Buffer ${bytes.map((b) => b.toString(16).padStart(2, "0")).join(" ")}${v.byteLength > 50 ? " ..." : ""}>`;
+        if (name === "Buffer")
+          return `<Buffer ${bytes.map((b) => b.toString(16).padStart(2, "0")).join(" ")}${v.byteLength > 50 ? " ..." : ""}>`;
         parts = bytes.map(String);
         [open, close] = [`${name}(${v.byteLength}) [`, "]"];
       } else {
@@ -158,7 +159,10 @@ promisify.custom = Symbol.for("nodejs.util.promisify.custom");
 export function callbackify(fn: (...args: unknown[]) => Promise<unknown>) {
   return function (this: unknown, ...args: unknown[]) {
     const cb = args.pop() as (err: unknown, value?: unknown) => void;
-    fn.apply(this, args).then((v) => cb(null, v), (e) => cb(e ?? new Error("Promise was rejected with a falsy value")));
+    fn.apply(this, args).then(
+      (v) => cb(null, v),
+      (e) => cb(e ?? new Error("Promise was rejected with a falsy value")),
+    );
   };
 }
 

@@ -18,6 +18,9 @@ export type ComponentSaved = DomainEvent<
     codeHash: string;
     /** Where the code came from, kept as metadata (and to resolve relative imports). */
     url: string | null;
+    /** An uploaded multi-file component: every file (path → text) and the entry's path; `code` is the entry's text. */
+    files?: Record<string, string>;
+    entry?: string;
     configurableProps: ConfigurableProp[];
     /** What the runtime learned on save (normalized props, dedupe, hooks, bundle, …): opaque here. */
     meta: Record<string, unknown>;

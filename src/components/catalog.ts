@@ -11,7 +11,7 @@ import { component as componentDecider, REGISTRY_OWNER, type ComponentSaved } fr
 import { Names } from "../../commands/names/claims.js";
 import { streams } from "../../commands/streams.js";
 import { DomainError } from "../../commands/decider.js";
-import type { ComponentRuntime } from "../runtime/componentRuntime.js";
+import type { ComponentRuntime, ComponentSource } from "../runtime/componentRuntime.js";
 import { storedMeta, type ComponentsReadModel } from "../readModels/components.js";
 import type { ComponentCache, LoadedComponent } from "./componentCache.js";
 import { newId, type Clock } from "../ids.js";
@@ -46,18 +46,39 @@ export class ComponentCatalog {
     this.#names = new Names(deps.store);
   }
 
-  /** Saves code for an owner; the same code (and URL) saved before answers that component. */
-  async save(ownerId: string, input: { code?: string; url?: string }, options: HandleOptions = {}): Promise<Saved> {
+  /**
+   * Saves code for an owner: given inline, fetched from a URL, or uploaded as files with an entry
+   * (a multi-file component; its URL is then only metadata). The same code (and URL) saved before
+   * answers that component.
+   */
+  async save(
+    ownerId: string,
+    input: { code?: string; url?: string; files?: Record<string, string>; entry?: string },
+    options: HandleOptions = {},
+  ): Promise<Saved> {
     const url = input.url ?? null;
-    const code = input.code ?? (url !== null ? await this.#fetch(url) : undefined);
-    if (code === undefined) throw new DomainError("invalid_request", "give component_code or component_url");
-    const prepared = await this.deps.runtime.prepare({ code, ...(url !== null ? { url } : {}) });
+    let source: ComponentSource;
+    if (input.files) {
+      const entry = input.entry ?? "";
+      if (!Object.prototype.hasOwnProperty.call(input.files, entry)) {
+        throw new DomainError("invalid_request", `component_entry "${entry}" is not one of component_files`, [
+          { path: "body.component_entry", message: "must name one of component_files" },
+        ]);
+      }
+      source = { code: input.files[entry], files: input.files, entry };
+    } else {
+      const code = input.code ?? (url !== null ? await this.#fetch(url) : undefined);
+      if (code === undefined) throw new DomainError("invalid_request", "give component_code, component_files or component_url");
+      source = { code, ...(url !== null ? { url } : {}) };
+    }
+    const prepared = await this.deps.runtime.prepare(source);
     const existing = this.deps.components.idByHash(ownerId, prepared.codeHash, url);
     if (existing) return { componentId: existing, position: undefined };
     const id = newId("sc");
+    const data = savedData(id, ownerId, source.code, url, prepared, this.deps.clock);
     const saved = await this.#components.handle(
       id,
-      { type: "SaveComponent", data: savedData(id, ownerId, code, url, prepared, this.deps.clock) },
+      { type: "SaveComponent", data: source.files ? { ...data, files: { ...source.files }, entry: source.entry! } : data },
       options,
     );
     return { componentId: id, position: saved.position };

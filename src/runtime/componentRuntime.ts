@@ -1,10 +1,14 @@
 import { prepareComponent, ComponentValidationError, Runtime, type RuntimeOptions } from "./index.js";
+import type { PrepareInput } from "./component/prepare.js";
 import type { Invocation, InvocationCallbacks, InvocationOutcome, PreparedComponent } from "./types.js";
+
+/** Component code as users give it: one module (maybe from a URL), or uploaded files and their entry. */
+export type ComponentSource = Pick<PrepareInput, "code" | "url" | "files" | "entry">;
 
 /** What the service needs from the sandbox: prepare code once, run it many times. */
 export interface ComponentRuntime {
   /** Bundles and checks code; rejects with ComponentValidationError listing every problem. */
-  prepare(input: { code: string; url?: string }): Promise<PreparedComponent>;
+  prepare(input: ComponentSource): Promise<PreparedComponent>;
   invoke(invocation: Invocation, callbacks?: InvocationCallbacks): Promise<InvocationOutcome>;
   close(): Promise<void>;
 }
@@ -17,9 +21,10 @@ export class IsolatedRuntime implements ComponentRuntime {
     this.#runtime = new Runtime(options);
   }
 
-  async prepare(input: { code: string; url?: string }): Promise<PreparedComponent> {
+  async prepare(input: ComponentSource): Promise<PreparedComponent> {
     const opts = { runtime: this.#runtime, ...(this.options.npmRegistry ? { npmRegistry: this.options.npmRegistry } : {}) };
-    const typescript = input.url !== undefined && /\.[cm]?ts(\?|#|$)/.test(input.url);
+    const name = input.entry ?? input.url;
+    const typescript = name !== undefined && /\.[cm]?ts(\?|#|$)/.test(name);
     try {
       return await prepareComponent({ ...input, typescript }, opts);
     } catch (error) {

@@ -76,6 +76,85 @@ export default { name: "From URL", version: "1.2.3", props: { app, http: "$.inte
     expect(both.body.data.name).to.equal("Given code");
   });
 
+  it("resolves relative imports as Node does: without an extension, to .js/.mjs/.cjs/.ts, and to a directory's index file", async () => {
+    files.files.set("/pkg/http.app.mjs", { body: `export default { type: "app", app: "http", methods: { hello() { return "app"; } } };` });
+    files.files.set("/pkg/common/index.js", { body: `module.exports = { common: () => "common" };` });
+    files.files.set("/pkg/util.ts", { body: `export const twice = (n: number): number => n * 2;` });
+    files.files.set("/pkg/sources/new/new.mjs", {
+      body: `import app from "../../http.app";
+import { common } from "../../common";
+import { twice } from "../../util";
+export default { name: "Resolved", version: "1.0.0", props: { app, http: "$.interface.http" },
+  async run() { this.$emit([this.app.hello(), common(), twice(21)]); } };`,
+    });
+    // Like a real file server, unknown paths are 404s (each candidate is tried in turn).
+    files.status = 404;
+    try {
+      const r = await admin.post("/v1/components", { component_url: `${files.url}/pkg/sources/new/new.mjs` });
+      expect(r.status, JSON.stringify(r.body)).to.equal(200);
+      expect(r.body.data.name).to.equal("Resolved");
+    } finally {
+      files.status = 200;
+    }
+    files.status = 404;
+    const missing = await admin.post("/v1/components", {
+      component_code: `import x from "./nowhere"; export default x;`,
+      component_url: `${files.url}/pkg/a.mjs`,
+    });
+    files.status = 200;
+    expect(missing.status).to.equal(400);
+    expect(missing.body.details[0].message).to.match(/cannot find the module "\.\/nowhere"/);
+  });
+
+  it("saves an uploaded multi-file component (component_files and component_entry), resolving its imports among the files", async () => {
+    const uploaded = {
+      "widget.app.mjs": `export default { type: "app", app: "widget", propDefinitions: { size: { type: "integer", label: "Size" } }, methods: { name() { return "widget"; } } };`,
+      "common/base.js": `module.exports = { props: { http: { type: "$.interface.http" } }, methods: { tag(x) { return "<" + x + ">"; } } };`,
+      "sources/new-widget/index.ts": `import widget from "../../widget.app";
+import base from "../../common/base";
+export default { ...base, key: "widget-new-widget", name: "New widget", version: "0.2.0",
+  props: { ...base.props, widget, size: { propDefinition: [widget, "size"] } },
+  methods: { ...base.methods },
+  async run(event: { body: unknown }) { this.$emit({ tag: this.tag(this.widget.name()), size: this.size, body: event.body }); } };`,
+    };
+    const r = await admin.post("/v1/components", { component_files: uploaded, component_entry: "sources/new-widget/index.ts" });
+    expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    expect(r.body.data).to.include({
+      name: "New widget",
+      version: "0.2.0",
+      key: "widget-new-widget",
+      code: uploaded["sources/new-widget/index.ts"],
+    });
+    expect(r.body.data.configurable_props.map((p: { name: string }) => p.name)).to.include.members(["http", "widget", "size"]);
+    const again = await admin.post("/v1/components", { component_files: uploaded, component_entry: "sources/new-widget/index.ts" });
+    expect(again.body.data.id, "the same files are the same component").to.equal(r.body.data.id);
+    const changed = await admin.post("/v1/components", {
+      component_files: { ...uploaded, "common/base.js": uploaded["common/base.js"].replace("<", "[") },
+      component_entry: "sources/new-widget/index.ts",
+    });
+    expect(changed.body.data.id, "a changed helper is new code").to.not.equal(r.body.data.id);
+    const source = await admin.post("/v1/sources", { component_id: r.body.data.id, configured_props: { widget: { $auth: {} }, size: 3 } });
+    expect(source.status, JSON.stringify(source.body)).to.equal(200);
+    const run = await admin.post(`/v1/sources/${source.body.data.id}/run`, { event: { body: "hi" } });
+    expect(run.body.data.ok, JSON.stringify(run.body)).to.equal(true);
+    const events = await admin.get(`/v1/sources/${source.body.data.id}/event_summaries?expand=event`);
+    expect(events.body.data[0].event).to.deep.equal({ tag: "<widget>", size: 3, body: "hi" });
+  });
+
+  it("refuses uploads whose entry is missing, whose paths climb out, or that import outside their files", async () => {
+    const bad = [
+      { component_files: { "a.js": "export default {}" }, component_entry: "b.js" },
+      { component_files: { "../a.js": "export default {}" }, component_entry: "../a.js" },
+      { component_files: { "/abs.js": "export default {}" }, component_entry: "/abs.js" },
+      { component_files: { "a.js": "export default {}" } },
+      { component_files: { "a.js": `import x from "./b"; export default x;` }, component_entry: "a.js" },
+    ];
+    for (const body of bad) {
+      const r = await admin.post("/v1/components", body);
+      expect(r.status, JSON.stringify(body)).to.equal(400);
+    }
+  });
+
   it("answers 400 listing every problem of invalid code, with paths", async () => {
     const r = await admin.post("/v1/components", {
       component_code: `export default {

@@ -55,13 +55,47 @@ export function componentView(component: LoadedComponent) {
   };
 }
 
-/** Bodies that carry component code: component_code wins, component_url is then only metadata. */
+/** Bodies that carry component code: component_code wins, then component_files; component_url is then only metadata. */
 export const componentCode = {
   component_code: Type.Optional(Type.String({ minLength: 1, maxLength: 512 * 1024, description: "full component code" })),
+  component_files: Type.Optional(
+    Type.Record(
+      Type.String({ minLength: 1, maxLength: 512, pattern: "^(?![/\\\\])(?!.*(^|/)\\.\\.?(/|$))[^\\u0000]+$" }),
+      Type.String({ maxLength: 512 * 1024 }),
+      {
+        maxProperties: 50,
+        description:
+          "extension: a multi-file component, relative path → code (relative imports resolve among them, Node-style); needs component_entry",
+      },
+    ),
+  ),
+  component_entry: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 512, description: "with component_files: the path of the entry module" }),
+  ),
   component_url: Type.Optional(
     Type.String({ format: "uri", pattern: "^https?://", maxLength: 2048, description: "where to fetch the code" }),
   ),
 };
+
+/** What a body says the code is, in the seed's precedence: code, then uploaded files, then a URL (then only metadata). */
+export function codeOf(body: {
+  component_code?: string | undefined;
+  component_files?: Record<string, string> | undefined;
+  component_entry?: string | undefined;
+  component_url?: string | undefined;
+}): { code?: string; url?: string; files?: Record<string, string>; entry?: string } {
+  const url = body.component_url !== undefined ? { url: body.component_url } : {};
+  if (body.component_code !== undefined) return { code: body.component_code, ...url };
+  if (body.component_files !== undefined) {
+    if (body.component_entry === undefined) {
+      throw invalid("component_files needs component_entry", [
+        { path: "body.component_entry", message: "is required with component_files" },
+      ]);
+    }
+    return { files: body.component_files, entry: body.component_entry, ...url };
+  }
+  return url;
+}
 
 export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "components" | "projector">): Route[] {
   return [
@@ -77,20 +111,12 @@ export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "comp
       response: { description: "the saved component", schema: Data(Component) },
       async handle({ caller, body, query }) {
         const ownerId = deps.access.ownerForCreate(caller, body.org_id ?? query.org_id);
-        const { component_code: code, component_url: url } = body;
-        if (code === undefined && url === undefined) {
-          throw invalid("give component_code or component_url", [
-            { path: "body.component_code", message: "is required without component_url" },
+        if (body.component_code === undefined && body.component_files === undefined && body.component_url === undefined) {
+          throw invalid("give component_code, component_files or component_url", [
+            { path: "body.component_code", message: "is required without component_files or component_url" },
           ]);
         }
-        const saved = await written(
-          deps,
-          deps.catalog.save(
-            ownerId,
-            { ...(code !== undefined ? { code } : {}), ...(url !== undefined ? { url } : {}) },
-            { metadata: { by: caller.userId } },
-          ),
-        );
+        const saved = await written(deps, deps.catalog.save(ownerId, codeOf(body), { metadata: { by: caller.userId } }));
         return { body: { data: componentView(deps.components.get(saved.componentId)!) } };
       },
     }),

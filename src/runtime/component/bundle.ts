@@ -4,7 +4,7 @@
 // require) { ...CommonJS... }), which the prelude runs to obtain the component.
 import * as esbuild from "esbuild";
 import type { Problem } from "../errors.js";
-import type { ModuleLoader } from "./moduleSource.js";
+import { ModuleFetchError, UPLOAD_BASE, type ModuleLoader } from "./moduleSource.js";
 import type { NpmCache } from "./npmCache.js";
 import { builtinName, packageOfPath, parseNpmSpecifier, SANDBOX_BUILTINS, SANDBOX_PACKAGES } from "./specifier.js";
 
@@ -31,6 +31,22 @@ export class BundleError extends Error {
 const ENTRY = "component-entry";
 const MAX_MODULES = 50;
 
+/** What Node, TypeScript and Pipedream try for a relative specifier without a known extension, in order. */
+const EXTENSIONS = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".json"];
+const KNOWN_EXTENSION = /\.(m?js|cjs|m?ts|cts|json)$/;
+
+/** The URLs a relative import may name: as written, with an extension, or a directory's index file. */
+export function moduleCandidates(url: string): string[] {
+  const [path, rest = ""] = url.split(/(?=[?#])/);
+  if (KNOWN_EXTENSION.test(path)) return [url];
+  const base = path.replace(/\/+$/, "");
+  return [
+    ...(path.endsWith("/") ? [] : [url]),
+    ...EXTENSIONS.map((e) => base + e + rest),
+    ...EXTENSIONS.map((e) => `${base}/index${e}${rest}`),
+  ];
+}
+
 function loaderFor(url: string, typescript: boolean): esbuild.Loader {
   const pathname = url.split(/[?#]/)[0];
   if (/\.(ts|mts|cts)$/.test(pathname)) return "ts";
@@ -51,6 +67,26 @@ function who(importer: string, namespace: string): string {
 export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache; loadModule: ModuleLoader }): Promise<BundleResult> {
   const packages = new Map<string, string>();
   const modules: string[] = [];
+  // Texts fetched while resolving (probing extensions), kept for the load that follows.
+  const fetched = new Map<string, string>();
+  const missing = new Set<string>();
+  /** The first candidate of `url` that exists (fetching it), or undefined when none does. */
+  const locate = async (url: string): Promise<string | undefined> => {
+    for (const candidate of moduleCandidates(url)) {
+      if (fetched.has(candidate)) return candidate;
+      if (missing.has(candidate)) continue;
+      if (fetched.size + missing.size >= MAX_MODULES * 4)
+        throw new ModuleFetchError(`too many module lookups (more than ${MAX_MODULES * 4})`);
+      try {
+        fetched.set(candidate, await deps.loadModule(candidate));
+        return candidate;
+      } catch (err) {
+        if (!(err instanceof ModuleFetchError && err.missing)) throw err;
+        missing.add(candidate);
+      }
+    }
+    return undefined;
+  };
   // TypeScript when asked, or when component_url names a .ts file.
   const typescript = input.typescript ?? (input.url !== undefined && /\.(ts|mts|cts)$/.test(input.url.split(/[?#]/)[0]));
 
@@ -102,7 +138,20 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
             } catch {
               return { errors: [{ text: `cannot resolve "${spec}" against ${String(base)}` }] };
             }
-            return { path: resolved, namespace: "remote" };
+            // As Node resolves relative specifiers: as written, then with each extension, then as a directory's index file.
+            let located: string | undefined;
+            try {
+              located = await locate(resolved);
+            } catch (err) {
+              return { errors: [{ text: `cannot load the module ${resolved}: ${(err as Error).message}` }] };
+            }
+            if (!located) {
+              const shown = resolved.startsWith(UPLOAD_BASE) ? resolved.slice(UPLOAD_BASE.length) : resolved;
+              return {
+                errors: [{ text: `cannot find the module "${spec}" (${shown}, with .js, .mjs, .cjs, .ts, .json or an index file)` }],
+              };
+            }
+            return { path: located, namespace: "remote" };
           }
           if (!npmSpec) return { errors: [{ text: `"${spec}" is not a valid module specifier` }] };
           let installed;
@@ -144,7 +193,7 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
           return { errors: [{ text: `a component may import at most ${MAX_MODULES} modules by path or URL` }] };
         modules.push(args.path);
         try {
-          return { contents: await deps.loadModule(args.path), loader: loaderFor(args.path, typescript) };
+          return { contents: fetched.get(args.path) ?? (await deps.loadModule(args.path)), loader: loaderFor(args.path, typescript) };
         } catch (err) {
           return { errors: [{ text: `cannot load the module ${args.path}: ${(err as Error).message}` }] };
         }

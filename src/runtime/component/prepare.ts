@@ -6,14 +6,19 @@ import type { Runtime } from "../sandbox/runtime.js";
 import type { PreparedComponent } from "../types.js";
 import { BundleError, bundleComponent } from "./bundle.js";
 import { configurableProps } from "./configurableProps.js";
-import { httpModuleLoader, type ModuleLoader } from "./moduleSource.js";
+import { httpModuleLoader, UPLOAD_BASE, uploadedFilesLoader, type ModuleLoader } from "./moduleSource.js";
 import { NpmCache } from "./npmCache.js";
 import { validateDescription } from "./validate.js";
 
 export interface PrepareInput {
+  /** The entry module's code (for uploaded files: files[entry]). */
   readonly code: string;
   /** component_url: relative imports are fetched relative to it. */
   readonly url?: string;
+  /** An uploaded multi-file component: relative imports resolve among these files (path → text). */
+  readonly files?: Readonly<Record<string, string>>;
+  /** The entry's path among `files`. */
+  readonly entry?: string;
   /** Transpile the entry (and .ts modules) as TypeScript. */
   readonly typescript?: boolean;
 }
@@ -31,8 +36,16 @@ export interface PrepareOptions {
   readonly loadModule?: ModuleLoader;
 }
 
-export function codeHash(code: string): string {
-  return createHash("sha256").update(code, "utf8").digest("hex");
+export function codeHash(code: string, files?: Readonly<Record<string, string>>, entry?: string): string {
+  if (!files) return createHash("sha256").update(code, "utf8").digest("hex");
+  // Every file counts: saving the same entry with a changed helper is different code.
+  const canonical = JSON.stringify({
+    entry,
+    files: Object.keys(files)
+      .sort()
+      .map((path) => [path, files[path]]),
+  });
+  return createHash("sha256").update(canonical, "utf8").digest("hex");
 }
 
 const npmCaches = new Map<string, NpmCache>();
@@ -48,13 +61,23 @@ export async function prepareComponent(input: PrepareInput, opts: PrepareOptions
   if (typeof input.code !== "string" || input.code.trim() === "") {
     throw new ComponentValidationError([{ path: "(module)", message: "component code is empty" }]);
   }
-  const hash = codeHash(input.code);
+  const hash = codeHash(input.code, input.files, input.entry);
   const npm = npmCacheFor(opts.cacheDir ?? opts.runtime.cacheDir, opts.npmRegistry);
-  const loadModule =
+  let loadModule =
     opts.loadModule ?? httpModuleLoader({ allowPrivateNetworks: opts.allowPrivateNetworks ?? opts.runtime.allowPrivateNetworks });
+  let bundleInput: PrepareInput = input;
+  if (input.files) {
+    const entry = input.entry ?? "";
+    if (input.files[entry] !== input.code) {
+      throw new ComponentValidationError([{ path: "(module)", message: `the entry "${entry}" is not among the uploaded files` }]);
+    }
+    // Uploaded files import each other through a virtual base; nothing is fetched.
+    loadModule = uploadedFilesLoader(input.files);
+    bundleInput = { ...input, url: UPLOAD_BASE + entry.split("/").map(encodeURIComponent).join("/") };
+  }
   let bundled;
   try {
-    bundled = await bundleComponent(input, { npm, loadModule });
+    bundled = await bundleComponent(bundleInput, { npm, loadModule });
   } catch (err) {
     if (err instanceof BundleError) throw new ComponentValidationError(err.problems);
     throw err;

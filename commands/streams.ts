@@ -19,6 +19,11 @@ export const streams = {
   timer: (sourceId: string) => `timer-${sourceId}`,
   webhook: (webhookId: string) => `webhook-${webhookId}`,
   subscription: (subscriptionId: string) => `subscription-${subscriptionId}`,
+  autoSubscription: (autoSubscriptionId: string) => `autosubscription-${autoSubscriptionId}`,
+  /** A listener's deliveries: every attempt, and what waits for it while it fails (webhooks). */
+  deliveries: (listenerId: string) => `deliveries-${listenerId}`,
+  /** The router's lease and how far it routed. */
+  router: () => "router",
   workflow: (workflowId: string) => `workflow-${workflowId}`,
   account: (accountId: string) => `account-${accountId}`,
 } as const;
@@ -49,6 +54,8 @@ export function historyStreams(resourceId: string): string[] | undefined {
       return [streams.webhook(resourceId)];
     case "sub":
       return [streams.subscription(resourceId)];
+    case "asub":
+      return [streams.autoSubscription(resourceId)];
     case "p":
       return [streams.workflow(resourceId)];
     case "apn":

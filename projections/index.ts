@@ -7,6 +7,9 @@ import { componentsProjection } from "./components.js";
 import { sourcesProjection } from "./sources.js";
 import { emittedEventsProjection } from "./emittedEvents.js";
 import { runLogsProjection } from "./runLogs.js";
+import { subscriptionsProjection } from "./subscriptions.js";
+import { webhooksProjection } from "./webhooks.js";
+import { deliveriesProjection } from "./deliveries.js";
 
 /** Every read model a node keeps. */
 export const allProjections: readonly Projection[] = [
@@ -18,4 +21,7 @@ export const allProjections: readonly Projection[] = [
   sourcesProjection,
   emittedEventsProjection,
   runLogsProjection,
+  subscriptionsProjection,
+  webhooksProjection,
+  deliveriesProjection,
 ];

@@ -41,6 +41,15 @@ import { TimerScheduler } from "./scheduler/timers.js";
 import { Retention } from "./projector/retention.js";
 import { loadSealer } from "./secrets/sealer.js";
 import { outboundRequest } from "./net/outbound.js";
+import { SubscriptionsReadModel } from "./readModels/subscriptions.js";
+import { WebhooksReadModel } from "./readModels/webhooks.js";
+import { DeliveriesReadModel } from "./readModels/deliveries.js";
+import { Subscriptions } from "./subscriptions/subscriptions.js";
+import { Webhooks } from "./subscriptions/webhooks.js";
+import { Router } from "./delivery/router.js";
+import { DeliveryWorker } from "./delivery/worker.js";
+import { Resends } from "./delivery/resend.js";
+import { DELIVERIES_TOPIC, DELIVERY_PARTITIONS } from "./delivery/messages.js";
 
 export interface RunningNode {
   /** Where this process listens. */
@@ -81,6 +90,14 @@ async function bootstrap(accounts: Accounts, headPosition: number, config: Confi
   }
 }
 
+/** Delays between webhook retries: doubling from `first` up to `max` (the last step repeats). */
+function retrySchedule(first: number, max: number): number[] {
+  const delays: number[] = [];
+  for (let d = first; d < max && delays.length < 30; d *= 2) delays.push(d);
+  delays.push(max);
+  return delays;
+}
+
 /** A node's id names its reply topic; kept in the data directory so restarts reuse it. */
 function nodeIdOf(config: Config): string {
   if (config.nodeId) return config.nodeId;
@@ -118,7 +135,10 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const nodeId = nodeIdOf(config);
   const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeId}` });
   closers.push(() => bus.close());
-  await bus.ensureTopics([{ name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS }]);
+  await bus.ensureTopics([
+    { name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS },
+    { name: DELIVERIES_TOPIC, partitions: DELIVERY_PARTITIONS },
+  ]);
   const replies = await openReplyChannel({ bus, nodeId });
   closers.push(() => replies.close());
 
@@ -167,6 +187,14 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     clock,
   );
   closers.push(() => admission.close());
+  const subscriptionsView = new SubscriptionsReadModel(db);
+  const webhooksView = new WebhooksReadModel(db);
+  const deliveriesView = new DeliveriesReadModel(db);
+  const webhooks = new Webhooks(store, sealer, clock);
+  /** Who owns a source, webhook or workflow a subscription names. */
+  const ownerOf = (id: string) => sources.source(id)?.ownerId ?? webhooksView.webhook(id)?.ownerId;
+  const subscriptions = new Subscriptions(store, subscriptionsView, ownerOf, clock);
+  const resends = new Resends({ bus, deliveries: deliveriesView, events, runLogs, clock });
   const lifecycle = new SourceLifecycle({
     store,
     emitters,
@@ -208,6 +236,12 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     admission,
     invocations,
     projector,
+    subscriptions,
+    subscriptionsView,
+    webhooks,
+    webhooksView,
+    deliveriesView,
+    deliveries: resends,
     publicUrl: () => publicUrl,
     endpointUrl,
   };
@@ -266,6 +300,44 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       runsPerOwner: config.runsPerOwner,
     });
   }
+  let router: Router | undefined;
+  let deliveryWorker: DeliveryWorker | undefined;
+  if (roles.has("dispatcher")) {
+    router = new Router({
+      store,
+      bus,
+      projector,
+      subscriptions: subscriptionsView,
+      nodeId,
+      clock,
+      emitterOf: (id) => {
+        const source = sources.source(id);
+        return source ? { ownerId: source.ownerId, glob: "dc_*" } : undefined;
+      },
+      listening: (id) => (id.startsWith("wh_") ? webhooksView.webhook(id)?.status === "active" : sources.source(id)?.active === true),
+    });
+    router.start();
+    deliveryWorker = new DeliveryWorker({
+      bus,
+      store,
+      clock,
+      webhooks: webhooksView,
+      webhookService: webhooks,
+      deliveries: deliveriesView,
+      sources,
+      invocations,
+      runLogs: new RunLogStore(store),
+      projectorPosition: () => projector.position,
+      sweepMs: config.deliverySweepMs,
+      policy: { delays: retrySchedule(config.webhookRetryMs, config.webhookRetryMaxMs), disableAfterMs: config.webhookDisableAfterMs },
+      send: {
+        timeoutMs: config.webhookTimeoutMs,
+        allowPrivateNetworks: config.runtime.allowPrivateNetworks,
+        userAgent: `Headwater-Webhooks/${VERSION}`,
+      },
+    });
+    await deliveryWorker.start();
+  }
   let scheduler: TimerScheduler | undefined;
   if (roles.has("projector")) {
     const retention = new Retention(store, projector, { events, runLogs });
@@ -298,8 +370,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       if (inFlightRequests > 0) {
         await within(new Promise<void>((resolve) => requestsDrained.add(resolve)), deadline);
       }
-      // 3. Runs in flight finish and are recorded; past the deadline they are abandoned and run again at the next start.
-      if (runnerConsumer) await within(runnerConsumer.stop(), deadline);
+      // 3. Runs and deliveries in flight finish and are recorded; past the deadline they are abandoned and redone at the next start.
+      await within(Promise.all([runnerConsumer?.stop(), deliveryWorker?.stop(), router?.stop()]), deadline);
       server?.closeAllConnections();
       await closed;
       for (const close of closers.reverse()) await close();

@@ -12,6 +12,8 @@ import { orgRoutes } from "./resources/orgs.js";
 import { componentRoutes } from "./resources/components.js";
 import { sourceRoutes } from "./resources/sources.js";
 import { eventRoutes } from "./resources/events.js";
+import { subscriptionRoutes } from "./resources/subscriptions.js";
+import { webhookRoutes } from "./resources/webhooks.js";
 import { sseRoutes, type SseHub } from "./sse.js";
 import { sourceEndpoints } from "./endpoints.js";
 import { RateLimiter } from "./rateLimit.js";
@@ -24,6 +26,8 @@ export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
     ...componentRoutes(deps),
     ...sourceRoutes(deps),
     ...eventRoutes(deps),
+    ...subscriptionRoutes(deps),
+    ...webhookRoutes(deps),
     ...sseRoutes(deps, hub),
   ];
 }

@@ -11,7 +11,7 @@ import { runLogRow } from "../../projections/runLogs.js";
 import { toEmittedEvent } from "../readModels/emittedEvents.js";
 import { toRunLog } from "../readModels/runLogs.js";
 import { visibleSource } from "./resources/sources.js";
-import { eventSummary, logSummary } from "./resources/events.js";
+import { eventSummary, logSummary } from "../readModels/summaries.js";
 
 /** The channel name that streams run logs instead of emitted events. */
 export const LOGS_CHANNEL = "$logs";

@@ -53,6 +53,15 @@ export class EmittedEventsReadModel {
     );
   }
 
+  /** One kept event (deleted ones too: a re-send may still want it). */
+  event(emitterId: string, id: string): EmittedEvent | undefined {
+    const row = statement<[string, string], EmittedEventRow>(this.db, "SELECT * FROM emitted_events WHERE emitter_id = ? AND id = ?").get(
+      emitterId,
+      id,
+    );
+    return row && toEmittedEvent(row);
+  }
+
   /** Kept events after a log position, oldest first, optionally one channel: SSE catch-up. */
   eventsAfter(emitterId: string, afterSeq: number, channel: string | undefined, limit: number): EmittedEvent[] {
     const byChannel = channel === undefined ? "" : " AND channel = ?";

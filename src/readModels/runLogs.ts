@@ -44,6 +44,14 @@ export class RunLogsReadModel {
     );
   }
 
+  log(sourceId: string, invocationId: string): RunLog | undefined {
+    const row = statement<[string, string], RunLogRow>(this.db, "SELECT * FROM source_logs WHERE source_id = ? AND invocation_id = ?").get(
+      sourceId,
+      invocationId,
+    );
+    return row && toRunLog(row);
+  }
+
   /** Kept run logs after a log position, oldest first: $logs SSE catch-up. */
   logsAfter(sourceId: string, afterSeq: number, limit: number): RunLog[] {
     return statement<[string, number, number], RunLogRow>(

@@ -24,12 +24,15 @@ export class Receiver {
         res.end(file.body);
         return;
       }
-      res.writeHead(this.status, { "content-type": "application/json" });
+      const received = this.received[this.received.length - 1];
+      res.writeHead(this.answer ? this.answer(received, this.received.length) : this.status, { "content-type": "application/json" });
       res.end(this.reply);
     });
   });
   status = 200;
   reply = "{}";
+  /** Decides each answer's status (the request and how many came so far), instead of `status`. */
+  answer: ((request: Received, count: number) => number) | undefined;
   url = "";
 
   async start(): Promise<this> {

@@ -50,6 +50,7 @@ import { Router } from "./delivery/router.js";
 import { DeliveryWorker } from "./delivery/worker.js";
 import { Resends } from "./delivery/resend.js";
 import { DELIVERIES_TOPIC, DELIVERY_PARTITIONS } from "./delivery/messages.js";
+import { routedUpTo } from "./delivery/router.js";
 
 export interface RunningNode {
   /** Where this process listens. */
@@ -340,7 +341,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   }
   let scheduler: TimerScheduler | undefined;
   if (roles.has("projector")) {
-    const retention = new Retention(store, projector, { events, runLogs });
+    const retention = new Retention(store, projector, { events, runLogs }, () => routedUpTo(store));
     retention.start();
     closers.push(() => retention.stop());
   }

@@ -37,6 +37,12 @@ export interface RouterDeps {
   readonly log?: (message: string, error?: unknown) => void;
 }
 
+/** How far the router (whichever node holds the lease) has routed the log: retention keeps what is past it. */
+export async function routedUpTo(store: EventStore): Promise<number> {
+  const [last] = await store.readStream(streams.router(), { direction: "backwards", maxCount: 1 });
+  return last ? (last.data as RouterCheckpointed["data"]).position : 0;
+}
+
 /** Events the router turns into deliveries. */
 const ROUTED = new Set(["EventEmitted", "RunLogged"]);
 

@@ -87,6 +87,16 @@ export class EmittedEventsReadModel {
     ).get(emitterId, id.ms, id.ms, id.seq)!.seq;
   }
 
+  /** Emitters whose window is full: the only ones whose log may hold more than the window. */
+  fullEmitters(window: number): string[] {
+    return statement<[number], { emitter_id: string }>(
+      this.db,
+      "SELECT emitter_id FROM emitted_events GROUP BY emitter_id HAVING COUNT(*) >= ?",
+    )
+      .all(window)
+      .map((r) => r.emitter_id);
+  }
+
   /** The oldest kept event's stream revision: log retention may truncate before it. */
   oldestKeptRevision(emitterId: string): { revision: number; count: number } | undefined {
     return statement<[string], { revision: number; count: number }>(

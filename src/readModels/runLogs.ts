@@ -72,6 +72,13 @@ export class RunLogsReadModel {
     );
   }
 
+  /** Sources whose window of run logs is full. */
+  fullSources(window: number): string[] {
+    return statement<[number], { source_id: string }>(this.db, "SELECT source_id FROM source_logs GROUP BY source_id HAVING COUNT(*) >= ?")
+      .all(window)
+      .map((r) => r.source_id);
+  }
+
   oldestKeptRevision(sourceId: string): { revision: number; count: number } | undefined {
     return statement<[string], { revision: number; count: number }>(
       this.db,

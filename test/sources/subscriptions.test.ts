@@ -294,3 +294,102 @@ describe("subscriptions and delivery (real server)", function () {
     ).to.equal(false);
   });
 });
+
+describe("delivery: giving up and retention (real server)", function () {
+  this.timeout(120_000);
+
+  it("disables a webhook that keeps failing, says why, and sends again once resumed", async () => {
+    const server = new TestServer({
+      env: {
+        HEADWATER_ALLOW_PRIVATE_NETWORKS: "1",
+        HEADWATER_WEBHOOK_RETRY_MS: "100",
+        HEADWATER_WEBHOOK_RETRY_MAX_MS: "200",
+        HEADWATER_WEBHOOK_DISABLE_AFTER_MS: "1500",
+        HEADWATER_DELIVERY_SWEEP_MS: "200",
+      },
+    });
+    const receiver = new Receiver();
+    await Promise.all([server.start(), receiver.start()]);
+    try {
+      const admin = server.client();
+      const source = await deploy(admin, EMITTER);
+      const hook = (await admin.post(`/v1/webhooks?url=${encodeURIComponent(`${receiver.url}/down`)}`)).body.data;
+      await admin.post(`/v1/subscriptions?emitter_id=${source.id}&listener_id=${hook.id}`);
+      receiver.status = 503;
+      await fetch(source.configured_props.http.endpoint_url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"n":1}',
+      });
+      const disabled = await eventually(
+        "the webhook disabled",
+        async () => {
+          const w = (await admin.get(`/v1/webhooks/${hook.id}`)).body.data;
+          return w.status === "disabled" ? w : undefined;
+        },
+        20_000,
+      );
+      expect(disabled.active).to.equal(false);
+      expect(disabled.disabled_reason).to.match(/failed for .* h \(\d+ attempts in a row\)/);
+      const tries = receiver.received.length;
+      expect(tries).to.be.at.least(3);
+      receiver.status = 200;
+      expect((await admin.post(`/v1/webhooks/${hook.id}/resume`)).body.data.status).to.equal("active");
+      await fetch(source.configured_props.http.endpoint_url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"n":2}',
+      });
+      const [after] = (await receiver.waitFor((r) => JSON.parse(r.body).event.n === 2, 1)).slice(-1);
+      expect(JSON.parse(after.body).event).to.deep.equal({ n: 2 });
+    } finally {
+      await server.stop();
+      await receiver.stop();
+    }
+  });
+
+  it("keeps events in the log until the router has passed them, even beyond the kept window", async () => {
+    const roles = "api,runner,scheduler,projector";
+    const server = new TestServer({ env: { HEADWATER_ROLES: roles } });
+    await server.start();
+    const { openEventStore } = await import("../../src/store/open.js");
+    try {
+      const admin = server.client();
+      const source = await deploy(
+        admin,
+        `export default { name: "Many", version: "1.0.0", props: { http: "$.interface.http" },
+        async run() { for (let n = 0; n < 150; n++) this.$emit({ n }); } };`,
+      );
+      await admin.post(`/v1/sources/${source.id}/run`, {});
+      await sleep(2_500);
+      const store = await openEventStore(server.eventStoreUrl);
+      try {
+        const kept = (await store.readStream(`emitter-${source.id}`)).filter((e) => e.type === "EventEmitted");
+        expect(kept, "no dispatcher routed them yet: nothing is dropped").to.have.length(150);
+        await server.stop();
+        const full = new TestServer({
+          dataDir: server.dataDir,
+          bootstrapKey: server.bootstrapKey,
+          ...(server.cluster ? { cluster: server.cluster } : {}),
+        });
+        await full.start();
+        try {
+          await eventually(
+            "routed, then trimmed to the kept window",
+            async () => {
+              const left = (await store.readStream(`emitter-${source.id}`)).filter((e) => e.type === "EventEmitted");
+              return left.length === 100 ? true : undefined;
+            },
+            30_000,
+          );
+        } finally {
+          await full.stop();
+        }
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+});

@@ -36,7 +36,17 @@ export async function sendToWebhook(
   };
   try {
     const response = await outboundRequest(
-      { url, method: "POST", headers, body, timeoutMs: options.timeoutMs, maxResponseBytes: 64 * 1024, maxRedirects: 0, decompress: false },
+      {
+        url,
+        method: "POST",
+        headers,
+        body,
+        timeoutMs: options.timeoutMs,
+        maxResponseBytes: 1024 * 1024,
+        maxRedirects: 0,
+        decompress: false,
+        keepAlive: true,
+      },
       { allowPrivateNetworks: options.allowPrivateNetworks },
     );
     const ok = response.status >= 200 && response.status < 300;

@@ -161,17 +161,24 @@ export class DeliveryWorker {
     let current = await this.#load(listenerId);
     const { send, queue } = plan(current.state, incoming);
     const attempts: (AttemptResult & { delivery: Delivery })[] = [];
-    const unsent: Delivery[] = [...queue];
+    const sent = new Set<string>();
     let healthy = true;
-    for (const delivery of send) {
-      if (!healthy) {
-        unsent.push(delivery);
-        continue;
-      }
-      const result = await this.#attempt(webhook, delivery);
-      attempts.push({ ...result, delivery });
-      healthy = result.ok && result.latencyMs <= (this.deps.slowMs ?? 5_000);
-    }
+    // Order holds per (emitter, listener): each emitter's deliveries go out one after another, emitters side by side.
+    const lanes = new Map<string, Delivery[]>();
+    for (const delivery of send) lanes.set(delivery.emitterId, [...(lanes.get(delivery.emitterId) ?? []), delivery]);
+    await Promise.all(
+      [...lanes.values()].map(async (lane) => {
+        for (const delivery of lane) {
+          if (!healthy) return;
+          const result = await this.#attempt(webhook, delivery);
+          attempts.push({ ...result, delivery });
+          sent.add(delivery.id);
+          if (!result.ok || result.latencyMs > (this.deps.slowMs ?? 5_000)) healthy = false;
+        }
+      }),
+    );
+    // What was not sent (behind a failure, in order) waits in the queue.
+    const unsent: Delivery[] = [...queue, ...send.filter((d) => !sent.has(d.id))];
     current = await this.#record(listenerId, current, (state) =>
       recordTurn(state, { listenerId, attempts, unsent, now: this.deps.clock.now(), random: Math.random() }, this.deps.policy),
     );

@@ -101,7 +101,7 @@ async function latency(client: ApiClient): Promise<void> {
     new Promise<void>((resolve) => {
       const body = JSON.stringify({ seq, sentAt: Date.now() });
       const req = http.request(
-        endpoints[seq % endpoints.length]!,
+        endpoints[seq % endpoints.length],
         { method: "POST", agent, headers: { "content-type": "application/json" } },
         (res) => {
           statuses.set(res.statusCode ?? 0, (statuses.get(res.statusCode ?? 0) ?? 0) + 1);

@@ -167,6 +167,21 @@ export default { name: "Uploaded greeter", version: "0.0.1", props: { who: { typ
     expect(noEntry.body.details[0].path).to.equal("body.component_entry");
   });
 
+  it("a PUT without configured_props (pause, resume, rename) keeps sealed secret and app props", async () => {
+    const created = await admin.post("/v1/sources", {
+      component_code: code("Sealed keeper").replace('key: "my-counter"', 'key: "sealed-keeper"'),
+      configured_props: { count: 2, token: "s3cret" },
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    const id = created.body.data.id as string;
+    const paused = await admin.put(`/v1/sources/${id}`, { active: false });
+    expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
+    expect(paused.body.data).to.include({ active: false });
+    const renamed = await admin.put(`/v1/sources/${id}`, { name: "Sealed keeper two" });
+    expect(renamed.status, JSON.stringify(renamed.body)).to.equal(200);
+    expect(renamed.body.data.configured_props).to.deep.include({ count: 2, token: "[redacted]" });
+  });
+
   it("refuses uploads whose entry is missing, whose paths climb out, or that import outside their files", async () => {
     const bad = [
       { component_files: { "a.js": "export default {}" }, component_entry: "b.js" },

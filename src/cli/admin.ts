@@ -4,7 +4,7 @@ import type { EventStore } from "../store/eventStore.js";
 import { loadConfig } from "../config.js";
 import { systemClock } from "../ids.js";
 import { Accounts } from "../accounts/accounts.js";
-import { failWith, printJson } from "./output.js";
+import { announceNewDataDir, failWith, printJson } from "./output.js";
 import { waitForLocalServer } from "./localServer.js";
 import type { Plan } from "../../commands/users/user.js";
 import fs from "node:fs";
@@ -15,6 +15,8 @@ import { DomainError } from "../../commands/decider.js";
 import { openReadModels } from "../readModels/database.js";
 import { ComponentsReadModel } from "../readModels/components.js";
 import { ComponentCache } from "../components/componentCache.js";
+import { rebuildProjections } from "../projector/projector.js";
+import { usersProjection } from "../../projections/users.js";
 
 /**
  * Runs an operator action against the configured log (the same one a running server uses) and,
@@ -22,6 +24,7 @@ import { ComponentCache } from "../components/componentCache.js";
  */
 async function withStore(action: (store: EventStore) => Promise<{ output: unknown; position: number | undefined }>): Promise<void> {
   const config = loadConfig();
+  announceNewDataDir(config);
   const store = await openEventStore(config.eventStore);
   try {
     const { output, position } = await action(store);
@@ -43,7 +46,7 @@ function plan(value: string): Plan {
 }
 
 export function adminCommands(program: Command): void {
-  const admin = program.command("admin").description("operator commands (print JSON)");
+  const admin = program.command("admin").description("users, organizations, API keys and the component registry");
 
   const user = admin.command("user").description("users");
   user
@@ -52,20 +55,44 @@ export function adminCommands(program: Command): void {
     .requiredOption("--email <email>")
     .option("--plan <plan>", "free or paid", "free")
     .description("create a user and print its id and first API key")
-    .action((o: { username: string; email: string; plan: string }) =>
-      withStore(async (store) => {
-        const created = await accounts(store).createUser({ username: o.username, email: o.email, plan: plan(o.plan) }, options);
+    .action((o: { username: string; email: string; plan: string }) => {
+      const chosen = plan(o.plan); // a usage error before anything is opened
+      return withStore(async (store) => {
+        const created = await accounts(store).createUser({ username: o.username, email: o.email, plan: chosen }, options);
         return { output: { id: created.id, api_key: created.apiKey }, position: created.position };
-      }),
-    );
+      });
+    });
   user
     .command("set-plan <userId>")
     .requiredOption("--plan <plan>", "free or paid")
     .description("move a user to the free or the paid plan")
-    .action((userId: string, o: { plan: string }) =>
+    .action((userId: string, o: { plan: string }) => {
+      const chosen = plan(o.plan);
+      return withStore(async (store) => {
+        const written = await accounts(store).setPlan(userId, chosen, options);
+        return { output: { id: userId, plan: chosen }, position: written.position };
+      });
+    });
+
+  user
+    .command("list")
+    .description("every user: id, username, email, plan, operator, created_at (folded from the log)")
+    .action(() =>
       withStore(async (store) => {
-        const written = await accounts(store).setPlan(userId, plan(o.plan), options);
-        return { output: { id: userId, plan: o.plan }, position: written.position };
+        // The users projection applied to the log in memory: the same rows a node's read model
+        // holds, whether or not a server runs (it holds the data directory) and whatever the store.
+        const db = openReadModels(":memory:");
+        try {
+          await rebuildProjections(store, db, [usersProjection]);
+          const rows = db
+            .prepare<[], { id: string; username: string; email: string; plan: string; operator: number; created_at: number }>(
+              "SELECT id, username, email, plan, operator, created_at FROM users ORDER BY created_at, username",
+            )
+            .all();
+          return { output: rows.map((row) => ({ ...row, operator: row.operator === 1 })), position: undefined };
+        } finally {
+          db.close();
+        }
       }),
     );
 

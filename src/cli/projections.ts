@@ -6,7 +6,7 @@ import { rebuildProjections } from "../projector/projector.js";
 import { allProjections } from "../../projections/index.js";
 import { readModelsFile } from "../node.js";
 import { DataDirLock } from "../dataDir.js";
-import { failWith, printJson } from "./output.js";
+import { announceNewDataDir, failWith, printJson } from "./output.js";
 
 export function projectionsCommands(program: Command): void {
   const projections = program.command("projections").description("read models");
@@ -15,6 +15,7 @@ export function projectionsCommands(program: Command): void {
     .description("drop every read model of this data directory and rebuild it from the log")
     .action(async () => {
       const config = loadConfig();
+      announceNewDataDir(config, "always");
       // A running node holds the directory: rebuilding its read models under it would corrupt them.
       let lock: DataDirLock;
       try {

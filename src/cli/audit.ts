@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { openEventStore } from "../store/open.js";
+import { operatorModules } from "./operatorModules.js";
 import { loadConfig } from "../config.js";
 import { announceNewDataDir, failWith, printJson } from "./output.js";
 
@@ -15,7 +15,7 @@ export function auditCommand(program: Command): void {
       if (!stream) failWith(new DomainError("usage", `"${resourceId}" is not a resource id (u_, o_, k_, sc_, dc_, wh_, p_, sub_, apn_)`));
       const config = loadConfig();
       announceNewDataDir(config);
-      const store = await openEventStore(config.eventStore);
+      const store = await (await operatorModules()).openEventStore(config.eventStore);
       try {
         const events = await store.readStream(stream);
         if (events.length === 0) failWith(new DomainError("not_found", `no history for ${resourceId}`));

@@ -8,6 +8,7 @@ import type { Config } from "../config.js";
 import type { RunningNode } from "../node.js";
 import { VERSION } from "../version.js";
 import { announceNewDataDir, failWith } from "./output.js";
+import { operatorModules } from "./operatorModules.js";
 import { adminCommands } from "./admin.js";
 import { auditCommand } from "./audit.js";
 import { projectionsCommands } from "./projections.js";
@@ -62,7 +63,7 @@ export function buildProgram(): Command {
         const loaded = loadConfig();
         config = options.roles ? { ...loaded, roles: parseRoles(options.roles) } : loaded;
         announceNewDataDir(config, "always");
-        const { startNode } = await import("../node.js");
+        const { startNode } = await operatorModules();
         node = await startNode(config);
       } catch (error) {
         failWith(error);

@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
+import net from "node:net";
 import path from "node:path";
 import { cliEntry } from "../harness/server.js";
 
@@ -72,5 +73,48 @@ export class RunningCli {
   async stop(signal: NodeJS.Signals = "SIGINT"): Promise<number | null> {
     if (this.child.exitCode === null) this.child.kill(signal);
     return this.exited;
+  }
+}
+
+/** A TCP proxy in front of the server whose connections can be cut, to make the CLI's stream reconnect. */
+export class CuttableProxy {
+  readonly #server: net.Server;
+  readonly #sockets = new Set<net.Socket>();
+  refusing = false;
+  port = 0;
+
+  constructor(private readonly target: URL) {
+    this.#server = net.createServer((client) => {
+      if (this.refusing) return client.destroy();
+      const upstream = net.connect(Number(this.target.port), this.target.hostname);
+      for (const s of [client, upstream]) {
+        this.#sockets.add(s);
+        s.on("close", () => this.#sockets.delete(s));
+        s.on("error", () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+    });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.#server.listen(0, "127.0.0.1", resolve));
+    this.port = (this.#server.address() as net.AddressInfo).port;
+  }
+
+  /** Drops every connection and refuses new ones until `refusing` is false again. */
+  cut(): void {
+    this.refusing = true;
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  async stop(): Promise<void> {
+    this.cut();
+    await new Promise((resolve) => this.#server.close(resolve));
   }
 }

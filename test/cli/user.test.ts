@@ -4,7 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { TestServer } from "../harness/server.js";
-import { cliHome, runCli, RunningCli, type CliResult } from "./cliHarness.js";
+import { cliHome, CuttableProxy, runCli, RunningCli, type CliResult } from "./cliHarness.js";
 
 // The user CLI as people and scripts run it: the real binary, as a child process, against a real server.
 
@@ -255,15 +255,49 @@ describe("user CLI (real binary, real server)", function () {
       }
     });
 
+    it("events -f reconnects by itself when the connection drops and resumes with Last-Event-ID: nothing missed, nothing twice", async () => {
+      const proxy = new CuttableProxy(new URL(server.url));
+      await proxy.start();
+      // -n 1: the newest kept event, then everything after it, whenever the stream opens.
+      const follow = new RunningCli(["events", widgetId, "-f", "-n", "1", "--json", "--api-url", proxy.url], env);
+      const bodies = () => follow.stdoutLines.map((l) => JSON.parse(l).event.body.n as number);
+      const post = async (n: number) => {
+        const r = await fetch(widgetEndpoint, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ n }),
+        });
+        expect(r.status).to.equal(200);
+      };
+      try {
+        await follow.until("the newest kept event", () => bodies().includes(4));
+        await post(10);
+        await follow.until("the first live event", () => bodies().includes(10));
+        proxy.cut();
+        await follow.until("the reconnect notice", () => follow.stderr.includes("connection lost, reconnecting"));
+        await post(11);
+        await post(12);
+        proxy.refusing = false;
+        await follow.until("the missed events", () => bodies().includes(12), 30_000);
+        await post(13);
+        await follow.until("a live event after the reconnect", () => bodies().includes(13));
+        expect(bodies()).to.deep.equal([4, 10, 11, 12, 13]);
+        expect(follow.stderr).to.include("reconnected");
+      } finally {
+        await follow.stop();
+        await proxy.stop();
+      }
+    });
+
     it("events without -f: the last n, oldest first; --json is one document", () => {
       const r = hw("events", "cli-widget", "-n", "2");
       expect(r.status, r.stderr).to.equal(0);
       const lines = r.stdout.trimEnd().split("\n");
       expect(lines).to.have.length(2);
-      expect(lines[0]).to.include('"n":3');
-      expect(lines[1]).to.include('"n":4');
+      expect(lines[0]).to.include('"n":12');
+      expect(lines[1]).to.include('"n":13');
       const json = hw("events", "cli-widget", "--json");
-      expect(json.json.map((e: any) => e.event.body.n)).to.deep.equal([0, 1, 2, 3, 4]);
+      expect(json.json.map((e: any) => e.event.body.n)).to.deep.equal([0, 1, 2, 3, 4, 10, 11, 12, 13]);
       const bad = hw("events", "cli-widget", "-n", "500", "--json");
       expect(bad.status).to.equal(2);
       expect(JSON.parse(bad.stderr).code).to.equal("usage");
@@ -330,10 +364,14 @@ describe("user CLI (real binary, real server)", function () {
       expect(run.stdout).to.include("Error: broken on purpose");
     });
 
-    it("delete removes the source; it is then not found (exit 4)", () => {
+    it("delete removes the source; a follower is told (exit 4); it is then not found (exit 4)", async () => {
+      const follow = new RunningCli(["events", widgetId, "-f"], env);
+      await follow.until("following", () => follow.stderr.includes("following CLI widget two"));
       const deleted = hw("delete", "cli-widget-two");
       expect(deleted.status, deleted.stderr).to.equal(0);
       expect(deleted.stdout).to.equal(`Deleted CLI widget two (${widgetId})\n`);
+      expect(await follow.exited).to.equal(4);
+      expect(follow.stderr).to.match(/error: the stream ended: the source was deleted\n$/);
       const again = hw("events", widgetId);
       expect(again.status).to.equal(4);
       oneLine(again);

@@ -120,7 +120,11 @@ export async function collectFiles(entryFile: string): Promise<{ files: Record<s
 function commonFolder(files: string[]): string {
   let root = path.dirname(files[0]);
   for (const file of files) {
-    while (path.relative(root, file).startsWith("..")) root = path.dirname(root);
+    for (;;) {
+      const relative = path.relative(root, file);
+      if (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative)) break;
+      root = path.dirname(root);
+    }
   }
   return root;
 }

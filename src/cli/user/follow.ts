@@ -41,7 +41,7 @@ export function follow(client: HeadwaterClient, sourceId: string, out: Output, o
     process.on("SIGTERM", onSignal);
 
     source.addEventListener("open", () => {
-      if (reconnecting && !out.json) out.note(out.e.dim("reconnected"));
+      if (reconnecting) out.note(out.e.dim("reconnected"));
       connected = true;
       reconnecting = false;
     });

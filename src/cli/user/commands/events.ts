@@ -33,10 +33,10 @@ function printLog(out: Output, log: RunLog): void {
   for (const line of log.lines ?? []) {
     const level =
       line.level === "error"
-        ? out.c.red(line.level.padEnd(5))
+        ? out.c.red(line.level.padEnd(6))
         : line.level === "warn"
-          ? out.c.yellow(line.level.padEnd(5))
-          : out.c.dim(line.level.padEnd(5));
+          ? out.c.yellow(line.level.padEnd(6))
+          : out.c.dim(line.level.padEnd(6));
     out.line(`    ${level} ${line.message}`);
   }
   if (log.error) out.line(`    ${out.c.red(`${log.error.name}: ${log.error.message}`)}`);

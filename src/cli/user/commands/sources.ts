@@ -97,7 +97,7 @@ function printRun(out: Output, outcome: RunOutcome): void {
     out.line(`  emitted ${outcome.emitted.length} event${outcome.emitted.length > 1 ? "s" : ""}:`);
     for (const e of outcome.emitted) out.line(`    ${e.id}${e.channel ? ` ${out.c.cyan(`[${e.channel}]`)}` : ""}`);
   } else out.line("  emitted nothing");
-  for (const line of outcome.logs) out.line(`  ${out.c.dim(line.level.padEnd(5))} ${line.message}`);
+  for (const line of outcome.logs) out.line(`  ${out.c.dim(line.level.padEnd(6))} ${line.message}`);
   if (outcome.response) out.line(`  response ${outcome.response.status} ${compact(outcome.response.body ?? "")}`);
 }
 

@@ -12,7 +12,7 @@ import { operatorModules } from "./operatorModules.js";
 import { adminCommands } from "./admin.js";
 import { auditCommand } from "./audit.js";
 import { projectionsCommands } from "./projections.js";
-import { exitWith } from "./failure.js";
+import { EXIT, exitWith } from "./failure.js";
 import { completionCommand } from "./completion.js";
 import { colorsFor } from "./user/output.js";
 import { accountCommands } from "./user/commands/account.js";
@@ -112,6 +112,8 @@ try {
   const { exitCode, code } = error as { exitCode?: unknown; code?: unknown };
   // --help and --version end with status 0 through the same override.
   if (exitCode === 0 && typeof code === "string" && code.startsWith("commander.")) process.exit(0);
+  // A group without its subcommand: its help is on stderr already, that says it all.
+  if (code === "commander.help" && !json) process.exit(EXIT.usage);
   if (operator) failWith(error);
   exitWith(error, json, colorsFor(process.stderr).red);
 }

@@ -381,6 +381,27 @@ describe("user CLI (real binary, real server)", function () {
     });
   });
 
+  describe("organizations", () => {
+    it("deploys into an organization with --org, lists its sources and finds them by name with --org", () => {
+      const me = hw("whoami", "--json").json;
+      const org = server.cli("admin", "org", "create", "--name", "CLI Org", "--owner", me.id);
+      expect(org.status, org.stderr).to.equal(0);
+      const deployed = hw("deploy", "http-new-requests", "--name", "Org hook", "--org", org.json.id, "--json");
+      expect(deployed.status, deployed.stderr).to.equal(0);
+      const listed = hw("list", "sources", "--org", org.json.id, "--json");
+      expect(listed.json.map((s: any) => s.id)).to.deep.equal([deployed.json.id]);
+      expect(
+        hw("list", "sources", "--json").json.map((s: any) => s.id),
+        "not among the user's own",
+      ).to.not.include(deployed.json.id);
+      expect(hw("events", "org-hook").status).to.equal(4);
+      const events = hw("events", "org-hook", "--org", org.json.id, "--json");
+      expect(events.status, events.stderr).to.equal(0);
+      expect(events.json).to.deep.equal([]);
+      expect(hw("whoami").stdout).to.match(/orgs\s+CLI Org \(o_/);
+    });
+  });
+
   describe("routing commands against a server that may not serve them yet", () => {
     it("list webhooks / subscriptions and webhook create either work or say clearly that the server is older", () => {
       for (const args of [

@@ -106,6 +106,12 @@ HEADWATER_API_URL/HEADWATER_API_KEY override it. Operator commands use HEADWATER
   return program;
 }
 
+// `headwater events x -f | head -3`: a reader that goes away ends the command quietly.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0);
+  throw error;
+});
+
 try {
   await buildProgram().parseAsync(process.argv);
 } catch (error) {

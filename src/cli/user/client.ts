@@ -163,7 +163,8 @@ export class HeadwaterClient {
       parsed = undefined;
     }
     if (response.ok) {
-      if (response.status !== 204 && parsed === undefined) {
+      // An empty success (204, or a 200 without a body) is fine; a body that is not JSON is not Headwater.
+      if (text !== "" && parsed === undefined) {
         throw new CliError(
           "internal",
           `${method} ${url} answered ${response.status} without JSON: is ${this.connection.apiUrl} a Headwater server?`,

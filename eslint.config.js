@@ -71,6 +71,11 @@ export default tseslint.config(
     },
   },
   { files: ["**/*.js", "**/*.mjs", "**/*.cjs"], ...tseslint.configs.disableTypeChecked },
+  {
+    // Plain Node scripts (bin/, scripts/): the Node globals they use.
+    files: ["**/*.js", "**/*.mjs", "**/*.cjs"],
+    languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } },
+  },
   restrict(
     ["commands/**/*.ts"],
     "(^|/)(src/(?!store/eventStore\\.js$|runtime/types\\.js$)|projections/)",

@@ -1,3 +1,4 @@
+import { VERSION } from "./version.js";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -65,7 +66,7 @@ export interface RunningNode {
   close(graceMs?: number): Promise<void>;
 }
 
-export const VERSION = "0.1.0";
+export { VERSION };
 const READ_MODELS_FILE = "readmodels.db";
 export const readModelsFile = (config: Pick<Config, "dataDir">) => path.join(config.dataDir, READ_MODELS_FILE);
 

@@ -146,7 +146,8 @@ export function checkConfiguredProps(
     const isArray = prop.type.endsWith("[]");
     const base = isArray ? prop.type.slice(0, -2) : prop.type;
     const sealsValue = base === "app" || prop.secret;
-    const keepPrevious = (v: unknown, old: unknown) => sealsValue && v === REDACTED && isSealed(old);
+    // A sealed value is kept when sent back redacted, or when it is the stored value itself (PUT without configured_props).
+    const keepPrevious = (v: unknown, old: unknown) => sealsValue && isSealed(old) && (v === REDACTED || v === old);
     if (isArray) {
       if (!Array.isArray(value)) {
         problems.push({ path: path(prop.name), message: `must be an array of ${base}` });

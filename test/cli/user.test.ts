@@ -3,6 +3,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { Receiver } from "../harness/receiver.js";
 import { TestServer } from "../harness/server.js";
 import { cliHome, CuttableProxy, runCli, RunningCli, type CliResult } from "./cliHarness.js";
 
@@ -54,7 +55,9 @@ const oneLine = (r: CliResult) => {
 
 describe("user CLI (real binary, real server)", function () {
   this.timeout(120_000);
-  const server = new TestServer({ env: { HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000", HEADWATER_ENDPOINT_BURST: "1000" } });
+  const server = new TestServer({
+    env: { HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000", HEADWATER_ENDPOINT_BURST: "1000", HEADWATER_ALLOW_PRIVATE_NETWORKS: "1" },
+  });
   const { env, configDir } = cliHome();
   const hw = (...args: string[]) => runCli(args, env);
   let componentDir: string;
@@ -402,17 +405,43 @@ describe("user CLI (real binary, real server)", function () {
     });
   });
 
-  describe("routing commands against a server that may not serve them yet", () => {
-    it("list webhooks / subscriptions and webhook create either work or say clearly that the server is older", () => {
-      for (const args of [
-        ["list", "webhooks"],
-        ["list", "subscriptions"],
-        ["webhook", "create", "https://example.com/hook"],
-      ]) {
-        const r = hw(...args);
-        if (r.status === 0) continue; // a server that serves them
-        expect(r.status, `${args.join(" ")}: ${r.stderr}`).to.equal(4);
-        expect(oneLine(r)).to.match(/^error: this server does not serve (GET|POST) \/v1\/\S+/);
+  describe("routing commands", () => {
+    it("webhook create, subscribe (by name), list webhooks / subscriptions; an event then reaches the webhook", async () => {
+      const receiver = await new Receiver().start();
+      try {
+        const deployed = hw("deploy", "http-new-requests", "--name", "routed", "--json");
+        expect(deployed.status, deployed.stderr).to.equal(0);
+        const hook = hw("webhook", "create", `${receiver.url}/hook`, "--name", "mine", "--json");
+        expect(hook.status, hook.stderr).to.equal(0);
+        expect(hook.json).to.include({ url: `${receiver.url}/hook`, name: "mine" });
+        expect(hook.json.id).to.match(/^wh_/);
+        const subscribed = hw("subscribe", "--emitter", "routed", "--listener", hook.json.id, "--json");
+        expect(subscribed.status, subscribed.stderr).to.equal(0);
+        expect(subscribed.json).to.include({ emitter_id: deployed.json.id, listener_id: hook.json.id, event_name: "" });
+        const human = hw("subscribe", "--emitter", "routed", "--listener", hook.json.id, "--channel", "$errors");
+        expect(human.status, human.stderr).to.equal(0);
+        expect(human.stdout).to.include(`Subscribed ${hook.json.id} to ${deployed.json.id} on $errors`);
+
+        const webhooks = hw("list", "webhooks", "--json");
+        expect(webhooks.status, webhooks.stderr).to.equal(0);
+        expect(webhooks.json.map((w: { id: string }) => w.id)).to.include(hook.json.id);
+        const subscriptions = hw("list", "subscriptions", "--json");
+        expect(subscriptions.status, subscriptions.stderr).to.equal(0);
+        const mine = subscriptions.json.filter((x: { listener_id: string }) => x.listener_id === hook.json.id);
+        expect(mine.map((x: { event_name: string }) => x.event_name).sort()).to.deep.equal(["", "$errors"]);
+        const table = hw("list", "webhooks");
+        expect(table.stdout).to.include(hook.json.id).and.to.include("mine");
+
+        const endpoint = deployed.json.configured_props.http.endpoint_url as string;
+        expect(
+          (await fetch(endpoint, { method: "POST", body: JSON.stringify({ via: "cli" }), headers: { "content-type": "application/json" } }))
+            .status,
+        ).to.equal(200);
+        const [delivery] = await receiver.waitFor((r) => r.path === "/hook");
+        expect(delivery.headers["x-headwater-emitter-id"]).to.equal(deployed.json.id);
+        expect(JSON.parse(delivery.body).event.body).to.deep.equal({ via: "cli" });
+      } finally {
+        await receiver.stop();
       }
     });
   });

@@ -13,6 +13,8 @@ export interface FollowOptions {
   readonly lastEventId?: string;
   /** Called for every message, in order. */
   readonly onMessage: (id: string, data: unknown) => void;
+  /** Called once, when the first connection is open (from then on nothing new is missed). */
+  readonly onOpen?: () => void;
 }
 
 /** Resolves when the stream ends for good (Ctrl-C: 0); rejects with a CliError when the server refuses it. */
@@ -42,6 +44,7 @@ export function follow(client: HeadwaterClient, sourceId: string, out: Output, o
 
     source.addEventListener("open", () => {
       if (reconnecting) out.note(out.e.dim("reconnected"));
+      if (!connected) options.onOpen?.();
       connected = true;
       reconnecting = false;
     });

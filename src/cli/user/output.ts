@@ -9,7 +9,7 @@ export function colorsFor(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = p
   return pc.createColors(enabled);
 }
 
-// eslint-disable-next-line no-control-regex
+ 
 const ANSI = /\u001b\[[0-9;]*m/g;
 const visibleLength = (text: string) => text.replace(ANSI, "").length;
 const pad = (text: string, width: number) => text + " ".repeat(Math.max(0, width - visibleLength(text)));

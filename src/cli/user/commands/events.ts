@@ -79,7 +79,6 @@ export function eventCommands(program: Command): void {
         return;
       }
       for (const item of kept) print(item);
-      if (!out.json) out.note(out.e.dim(`following ${source.name} (${source.id}), Ctrl-C to stop`));
       // Resume after the newest event printed; with none printed, "0-0" replays whatever was kept
       // meanwhile (an id older than every kept event replays them all), so nothing falls in between.
       const lastEventId = kept.length > 0 ? kept[kept.length - 1].id : limit > 0 ? "0-0" : undefined;
@@ -87,6 +86,10 @@ export function eventCommands(program: Command): void {
         ...(options.channel !== undefined ? { eventName: options.channel } : {}),
         ...(lastEventId !== undefined ? { lastEventId } : {}),
         onMessage: (_id, data) => print(data as EventSummary),
+        // Said once the stream is open: what happens from then on is shown.
+        onOpen: () => {
+          if (!out.json) out.note(out.e.dim(`following ${source.name} (${source.id}), Ctrl-C to stop`));
+        },
       });
     }),
   );
@@ -111,13 +114,15 @@ export function eventCommands(program: Command): void {
         return;
       }
       for (const log of kept) print(log);
-      if (!out.json) out.note(out.e.dim(`following the logs of ${source.name} (${source.id}), Ctrl-C to stop`));
       // $logs resumes by invocation id; an id it does not know replays every kept log (none were kept when we listed).
       const lastEventId = kept.length > 0 ? kept[kept.length - 1].id : limit > 0 ? "inv_none" : undefined;
       return follow(api, source.id, out, {
         eventName: "$logs",
         ...(lastEventId !== undefined ? { lastEventId } : {}),
         onMessage: (_id, data) => print((data as { event: RunLog }).event),
+        onOpen: () => {
+          if (!out.json) out.note(out.e.dim(`following the logs of ${source.name} (${source.id}), Ctrl-C to stop`));
+        },
       });
     }),
   );

@@ -9,7 +9,6 @@ export function colorsFor(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = p
   return pc.createColors(enabled);
 }
 
- 
 const ANSI = /\u001b\[[0-9;]*m/g;
 const visibleLength = (text: string) => text.replace(ANSI, "").length;
 const pad = (text: string, width: number) => text + " ".repeat(Math.max(0, width - visibleLength(text)));

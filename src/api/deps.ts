@@ -19,6 +19,9 @@ import type { SubscriptionsReadModel } from "../readModels/subscriptions.js";
 import type { WebhooksReadModel } from "../readModels/webhooks.js";
 import type { DeliveriesReadModel } from "../readModels/deliveries.js";
 import type { Resends } from "../delivery/resend.js";
+import type { WorkflowService } from "../workflows/service.js";
+import type { WorkflowsReadModel } from "../readModels/workflows.js";
+import type { WorkflowRunQueue } from "../workflows/runner.js";
 
 /** Limits and settings the HTTP layer applies (from the node's config). */
 export interface ApiSettings {
@@ -64,6 +67,9 @@ export interface ApiDeps {
   readonly deliveries: Resends;
   readonly admission: Admission;
   readonly invocations: InvocationQueue;
+  readonly workflows: WorkflowService;
+  readonly workflowsView: WorkflowsReadModel;
+  readonly workflowRuns: WorkflowRunQueue;
   readonly projector: Pick<Projector, "position" | "waitFor" | "onApplied" | "catchUp">;
   /** Base URL of this node's public address, without /v1. */
   publicUrl(): string;

@@ -334,6 +334,15 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       runsPerOwner: config.runsPerOwner,
     });
   }
+  /** The owner of a source or workflow, and the glob that names its kind. */
+  const emitterOf = (id: string): { ownerId: string; glob: "dc_*" | "p_*" } | undefined => {
+    if (id.startsWith("p_")) {
+      const workflow = workflowsView.workflow(id);
+      return workflow ? { ownerId: workflow.ownerId, glob: "p_*" } : undefined;
+    }
+    const source = sources.source(id);
+    return source ? { ownerId: source.ownerId, glob: "dc_*" } : undefined;
+  };
   let workflowConsumer: BusConsumer | undefined;
   if (roles.has("runner")) {
     const workflowRunner = new WorkflowRunner({
@@ -364,14 +373,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       subscriptions: subscriptionsView,
       nodeId,
       clock,
-      emitterOf: (id) => {
-        if (id.startsWith("p_")) {
-          const workflow = workflowsView.workflow(id);
-          return workflow ? { ownerId: workflow.ownerId, glob: "p_*" } : undefined;
-        }
-        const source = sources.source(id);
-        return source ? { ownerId: source.ownerId, glob: "dc_*" } : undefined;
-      },
+      emitterOf,
       listening: (id) =>
         id.startsWith("wh_")
           ? webhooksView.webhook(id)?.status === "active"
@@ -406,7 +408,19 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   }
   let scheduler: TimerScheduler | undefined;
   if (roles.has("projector")) {
-    const retention = new Retention(store, projector, { events, runLogs }, () => routedUpTo(store));
+    const retention = new Retention(
+      store,
+      projector,
+      { events, runLogs },
+      () => routedUpTo(store),
+      (id) => {
+        const emitter = emitterOf(id);
+        // Unknown (deleted): nothing will route it. A workflow's errors may go to the global error workflow.
+        if (!emitter) return false;
+        if (subscriptionsView.hasListeners(id, emitter.ownerId, emitter.glob)) return true;
+        return emitter.glob === "p_*" && workflowsView.errorWorkflowOf(emitter.ownerId) !== undefined;
+      },
+    );
     retention.start();
     closers.push(() => retention.stop());
   }

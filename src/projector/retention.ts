@@ -33,6 +33,8 @@ export class Retention {
     },
     /** How far the router has turned the log into deliveries: nothing past it is dropped. */
     private readonly routedUpTo: () => Promise<number>,
+    /** Whether anything listens to the emitter's events: only then must the router pass them first. */
+    private readonly listened: (emitterId: string) => boolean,
     private readonly intervalMs = 1000,
   ) {}
 
@@ -85,7 +87,7 @@ export class Retention {
       if (before === undefined || before <= (this.#truncated.get(stream) ?? 0)) continue;
       // Subscribers get every event: the router must have passed what is dropped (else try again later).
       const [newestDropped] = await this.store.readStream(stream, { fromRevision: before - 1, maxCount: 1 });
-      if (newestDropped && newestDropped.position > routed) {
+      if (newestDropped && newestDropped.position > routed && this.listened(emitterId)) {
         this.#mark({ kind, emitterId });
         continue;
       }

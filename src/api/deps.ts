@@ -19,6 +19,7 @@ import type { SubscriptionsReadModel } from "../readModels/subscriptions.js";
 import type { WebhooksReadModel } from "../readModels/webhooks.js";
 import type { DeliveriesReadModel } from "../readModels/deliveries.js";
 import type { Resends } from "../delivery/resend.js";
+import type { StreamTokens } from "./streamTokens.js";
 
 /** Limits and settings the HTTP layer applies (from the node's config). */
 export interface ApiSettings {
@@ -65,6 +66,8 @@ export interface ApiDeps {
   readonly admission: Admission;
   readonly invocations: InvocationQueue;
   readonly projector: Pick<Projector, "position" | "waitFor" | "onApplied" | "catchUp">;
+  /** Single-use tokens that open one source's SSE stream without the Authorization header (browsers). */
+  readonly streamTokens: StreamTokens;
   /** Base URL of this node's public address, without /v1. */
   publicUrl(): string;
   endpointUrl(endpointId: string): string;

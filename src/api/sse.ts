@@ -12,6 +12,17 @@ import { toEmittedEvent } from "../readModels/emittedEvents.js";
 import { toRunLog } from "../readModels/runLogs.js";
 import { visibleSource } from "./resources/sources.js";
 import { eventSummary, logSummary } from "../readModels/summaries.js";
+import { Data } from "./pagination.js";
+
+const StreamToken = Type.Object(
+  {
+    token: Type.String({ description: "st_…: single use, for this source only" }),
+    expires_at: Type.Integer({ description: "epoch seconds; the stream must be opened before" }),
+    url: Type.String({ description: "the SSE URL with the token (add &event_name=… for one channel)" }),
+  },
+  { $id: "StreamToken" },
+);
+import { log } from "../observability/log.js";
 
 /** The channel name that streams run logs instead of emitted events. */
 export const LOGS_CHANNEL = "$logs";
@@ -63,7 +74,7 @@ export class SseHub {
       try {
         this.#publish(events);
       } catch (error) {
-        console.error("sse: publishing a batch failed:", error);
+        log.error({ err: error }, "sse: publishing a batch failed");
       }
     });
     this.#heartbeat = setInterval(() => this.#beat(), heartbeatMs);
@@ -91,7 +102,7 @@ export class SseHub {
     try {
       this.#catchUp(client);
     } catch (error) {
-      console.error("sse: catching a client up failed:", error);
+      log.error({ err: error }, "sse: catching a client up failed");
       this.#remove(client);
       client.res.destroy();
     }
@@ -212,10 +223,27 @@ export class SseHub {
 }
 
 export function sseRoutes(
-  deps: Pick<ApiDeps, "access" | "sources" | "events" | "runLogs" | "accountsView" | "projector">,
+  deps: Pick<ApiDeps, "access" | "sources" | "events" | "runLogs" | "accountsView" | "projector" | "streamTokens" | "publicUrl">,
   hub: SseHub,
 ): Route[] {
   return [
+    route({
+      method: "POST",
+      path: "/sources/{id}/stream_tokens",
+      operationId: "createStreamToken",
+      summary:
+        "A token that opens this source's SSE stream once without the Authorization header (for browsers' EventSource): use within 60 s as ?stream_token=",
+      tag: "events",
+      params: { id: Type.String({ maxLength: 100 }) },
+      errors: ["not_found"],
+      response: { description: "the token and the stream URL it opens", schema: Data(StreamToken) },
+      handle({ caller, params }) {
+        const source = visibleSource(deps, caller, params.id);
+        const { token, expiresAtMs } = deps.streamTokens.mint(caller, source.id);
+        const url = `${deps.publicUrl()}/sources/${source.id}/sse?stream_token=${encodeURIComponent(token)}`;
+        return { body: { data: { token, expires_at: Math.floor(expiresAtMs / 1000), url } } };
+      },
+    }),
     route({
       method: "GET",
       path: "/sources/{id}/sse",
@@ -233,13 +261,36 @@ export function sseRoutes(
             description: "one channel only: empty for the default channel, a name, $errors, or $logs (run logs)",
           }),
         ),
+        stream_token: Type.Optional(
+          Type.String({
+            maxLength: 1000,
+            description:
+              "instead of the Authorization header (browsers' EventSource cannot send one): a token from POST /v1/sources/{id}/stream_tokens, single use, valid 60 s",
+          }),
+        ),
+        last_event_id: Type.Optional(
+          Type.String({
+            maxLength: 100,
+            description: "resume after this event id when the Last-Event-ID header cannot be sent (a new EventSource)",
+          }),
+        ),
       },
       errors: ["not_found"],
-      response: { description: "a stream of server-sent events", contentType: "text/event-stream" },
+      response: {
+        description: "a stream of server-sent events",
+        contentType: "text/event-stream",
+        schema: Type.String({
+          description:
+            '`: connected`, then per item `id: <event id>` + `data: <EventSummary JSON, or a RunLog summary for $logs>`; `: heartbeat` comments; `event: end` + `data: {"reason"}` when the source is deleted or access is revoked',
+          examples: [
+            ': connected\n\nid: 1718000000000-0\ndata: {"id":"1718000000000-0","indexed_at_ms":1718000000000,"event":{},"metadata":{}}\n\n',
+          ],
+        }),
+      },
       handle({ caller, params, query, ctx }) {
         const source = visibleSource(deps, caller, params.id);
         const channel = query.event_name;
-        const lastEventId = ctx.get("last-event-id");
+        const lastEventId = ctx.get("last-event-id") || (query.last_event_id ?? "");
         let catchUp: CatchUp;
         let cursor: number;
         if (channel === LOGS_CHANNEL) {

@@ -35,6 +35,7 @@ import type { InvocationQueue } from "../runner/invocations.js";
 import type { Clock } from "../ids.js";
 import { DELIVERIES_TOPIC, kickMessage, readDeliveryMessage } from "./messages.js";
 import { sendToWebhook, type SendOptions } from "./webhookSender.js";
+import { log } from "../observability/log.js";
 
 /** Longest chain of sources an event may travel before it is stopped. */
 export const MAX_CHAIN = 16;
@@ -309,6 +310,6 @@ export class DeliveryWorker {
   }
 
   #log(message: string, error?: unknown): void {
-    (this.deps.log ?? ((m: string, e?: unknown) => console.error(m, e ?? "")))(message, error);
+    (this.deps.log ?? ((m: string, e?: unknown) => log.error({ err: e }, m)))(message, error);
   }
 }

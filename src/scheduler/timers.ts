@@ -9,6 +9,7 @@ import type { TimerStore } from "../../commands/timers/timerStore.js";
 import { timerInvocationId } from "../../commands/timers/timer.js";
 import type { Clock } from "../ids.js";
 import { tickSchedule, type TickSchedule } from "./ticks.js";
+import { log } from "../observability/log.js";
 
 export interface SchedulerDeps {
   readonly timers: TimerStore;
@@ -73,7 +74,7 @@ export class TimerScheduler {
         this.#running = (this.#running ?? Promise.resolve())
           .then(() => this.#tick())
           .catch((error) => {
-            console.error("scheduler:", error);
+            log.error({ err: error }, "scheduler: firing timers failed");
           })
           .finally(() => this.#wake(this.#delay()));
       },

@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
@@ -84,7 +85,7 @@ describe("web dashboard (headless Chromium, real server)", function () {
     expect(await page.evaluate(() => localStorage.length + sessionStorage.length + document.cookie.length)).to.equal(0);
   });
 
-  it("deploys a pasted component, showing the API's validation errors next to the code first", async () => {
+  it("deploys an uploaded component, showing the API's validation errors next to the code first", async () => {
     await page.goto(`${server.url}/#/deploy`);
     await page.waitForSelector("#view-deploy:not([hidden])");
     await page.type("#deploy-name", "orders");
@@ -94,7 +95,13 @@ describe("web dashboard (headless Chromium, real server)", function () {
     expect(await page.$eval("#deploy-code", (el) => el.getAttribute("aria-invalid"))).to.equal("true");
     expect(await page.evaluate(() => document.activeElement?.id), "focus moves to the field in error").to.equal("deploy-code");
 
-    await page.$eval("#deploy-code", (el, code) => ((el as any).value = code), COMPONENT);
+    // Uploading a file fills the code field.
+    const file = path.join(os.tmpdir(), `hw-dashboard-${process.pid}.mjs`);
+    fs.writeFileSync(file, COMPONENT);
+    const upload = await page.$("#deploy-file");
+    await (upload as any).uploadFile(file);
+    await page.waitForFunction(() => (document.querySelector("#deploy-code")?.value ?? "").includes("Order intake"));
+    fs.rmSync(file, { force: true });
     await page.$eval("#deploy-props", (el) => ((el as any).value = "{not json"));
     await page.click("#deploy-form button[type=submit]");
     await page.waitForFunction(() => (document.querySelector("#deploy-props-error")?.textContent ?? "").includes("not JSON"));

@@ -12,16 +12,7 @@ const restrict = (files, regex, message) => ({
 
 export default tseslint.config(
   {
-    ignores: [
-      "dist/**",
-      "node_modules/**",
-      ".cache/**",
-      "registry/**",
-      "test/fixtures/**",
-      "bench/results/**",
-      "src/ui/static/**",
-      "docs/**",
-    ],
+    ignores: ["dist/**", "node_modules/**", ".cache/**", "registry/**", "test/fixtures/**", "bench/results/**", "docs/**"],
   },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
@@ -71,6 +62,28 @@ export default tseslint.config(
     },
   },
   { files: ["**/*.js", "**/*.mjs", "**/*.cjs"], ...tseslint.configs.disableTypeChecked },
+  {
+    // The dashboard: plain browser modules, no build step.
+    files: ["src/ui/static/**/*.js"],
+    languageOptions: {
+      sourceType: "module",
+      globals: Object.fromEntries(
+        [
+          "window",
+          "document",
+          "location",
+          "history",
+          "navigator",
+          "fetch",
+          "EventSource",
+          "URLSearchParams",
+          "Node",
+          "setTimeout",
+          "clearTimeout",
+        ].map((name) => [name, "readonly"]),
+      ),
+    },
+  },
   {
     // Plain Node scripts (bin/, scripts/): the Node globals they use.
     files: ["**/*.js", "**/*.mjs", "**/*.cjs"],

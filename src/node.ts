@@ -55,6 +55,15 @@ import { routedUpTo } from "./delivery/router.js";
 import { WorkflowsReadModel } from "./readModels/workflows.js";
 import { WorkflowService } from "./workflows/service.js";
 import { WORKFLOW_RUNS_TOPIC, WorkflowRunQueue, WorkflowRunner, startWorkflowRunner, type StepExecutor } from "./workflows/runner.js";
+import { log, setLogLevel } from "./observability/log.js";
+import { Metrics } from "./observability/metrics.js";
+import { Readiness } from "./observability/health.js";
+import { StreamTokens } from "./api/streamTokens.js";
+import type { BusLog } from "./bus/bus.js";
+
+/** The bus reports through the server's logger. */
+const busLog: BusLog = (entry) =>
+  log[entry.level]({ ...entry.fields, ...(entry.error ? { err: entry.error } : {}) }, `bus: ${entry.message}`);
 
 export interface RunningNode {
   /** Where this process listens. */
@@ -119,6 +128,7 @@ function nodeIdOf(config: Config): string {
 export async function startNode(config: Config, clock: Clock = systemClock): Promise<RunningNode> {
   // First of all: a second node on this directory is refused before it touches anything.
   const lock = DataDirLock.acquire(config.dataDir);
+  setLogLevel(config.logLevel);
   const roles = new Set(config.roles);
   const closers: (() => Promise<void> | void)[] = [() => lock.release()];
   const store = await openEventStore(config.eventStore);
@@ -138,7 +148,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const runtime = new IsolatedRuntime(config.runtime);
   closers.push(() => runtime.close());
   const nodeId = nodeIdOf(config);
-  const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeId}` });
+  const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeId}`, log: busLog });
   closers.push(() => bus.close());
   await bus.ensureTopics([
     { name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS },
@@ -276,6 +286,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     webhooksView,
     deliveriesView,
     deliveries: resends,
+    streamTokens: new StreamTokens(sealer.derive("stream-tokens"), clock, (keyId) => accountsView.keyActive(keyId)),
     publicUrl: () => publicUrl,
     endpointUrl,
   };
@@ -287,11 +298,31 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   let hub: SseHub | undefined;
   let inFlightRequests = 0;
   const requestsDrained = new Set<() => void>();
+  const metrics = new Metrics(
+    {
+      headPosition: () => store.headPosition(),
+      projectedPosition: () => projector.position,
+      sseClients: () => hub?.size ?? 0,
+      admitted: () => admission.totals(),
+      limits: config,
+    },
+    { node: nodeId, roles: config.roles },
+  );
+  closers.push(projector.onApplied((events) => metrics.observeLog(events)));
+  const readiness = new Readiness({
+    log: () => store.headPosition(),
+    bus: () => bus.ensureTopics([{ name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS }]),
+    projections: async () => {
+      const lag = (await store.headPosition()) - projector.position;
+      await projector.catchUp(2_000);
+      return { lag: Math.max(0, lag) };
+    },
+  });
   if (roles.has("api")) {
     const sse = new SseHub(deps, config.sseHeartbeatMs);
     hub = sse;
     closers.push(() => sse.close());
-    const app = createApp(deps, sse, { version: VERSION });
+    const app = createApp(deps, sse, { version: VERSION, operations: { readiness, metrics, metricsToken: config.metricsToken } });
     const handle = app.callback();
     const listening = http.createServer((req, res) => void handle(req, res));
     // Longer than the usual client and proxy idle timeouts, so a client never reuses a socket the server is closing.
@@ -446,12 +477,15 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now())).unref()),
     ]);
 
+  log.info({ nodeId, roles: config.roles, url: listeningUrl || undefined, publicUrl: publicUrl || undefined }, "node started");
   return {
     url: listeningUrl,
     publicUrl,
     bootstrapKey,
     async close(graceMs = 0) {
       const deadline = Date.now() + graceMs;
+      readiness.closing();
+      log.info({ graceMs }, "node stopping");
       // 1. Take nothing new: no connections, no timer ticks; live streams end so clients reconnect elsewhere.
       const closed = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
       server?.closeIdleConnections();

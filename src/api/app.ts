@@ -1,5 +1,6 @@
 import Koa from "koa";
 import Router from "@koa/router";
+import { Type } from "@sinclair/typebox";
 import { errorBodies } from "./errors.js";
 import { jsonBody } from "./body.js";
 import { bearerAuth } from "./auth.js";
@@ -18,6 +19,9 @@ import { workflowRoutes } from "./resources/workflows.js";
 import { sseRoutes, type SseHub } from "./sse.js";
 import { sourceEndpoints } from "./endpoints.js";
 import { RateLimiter } from "./rateLimit.js";
+import { accessLog, requestIds } from "./requestLog.js";
+import { dashboard } from "./dashboard.js";
+import { operationRoutes, type Operations } from "./operations.js";
 
 export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
   return [
@@ -34,9 +38,12 @@ export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
   ];
 }
 
-/** The whole HTTP API, read top to bottom: errors, source endpoints (no key), auth, body, routes. */
-export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string }): Koa {
-  const routes = apiRoutes(deps, hub);
+/**
+ * The whole HTTP API, read top to bottom: request ids and the access log, errors, source
+ * endpoints (no key), the dashboard's static files (no key), auth, body, routes.
+ */
+export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string; operations: Operations }): Koa {
+  const routes = [...apiRoutes(deps, hub), ...operationRoutes(deps, options.operations, options)];
   const openapi: Route = route({
     method: "GET",
     path: "/openapi.json",
@@ -44,8 +51,28 @@ export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string
     summary: "This document",
     tag: "meta",
     public: true,
-    response: { description: "the OpenAPI 3.1 document" },
-    handle: () => ({ body: openApiDocument(allRoutes, { version: options.version, serverUrl: deps.publicUrl() }) }),
+    response: {
+      description: "the OpenAPI 3.1 document",
+      schema: Type.Object(
+        {
+          openapi: Type.String(),
+          info: Type.Object({ title: Type.String(), version: Type.String() }),
+          paths: Type.Record(Type.String(), Type.Unknown()),
+        },
+        {
+          $id: "OpenApiDocument",
+          additionalProperties: true,
+          description: "an OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0)",
+        },
+      ),
+    },
+    handle: () => ({
+      body: openApiDocument(allRoutes, {
+        version: options.version,
+        serverUrl: deps.publicUrl(),
+        endpointServer: deps.endpointUrl("").replace(/\/e\/$/, ""),
+      }),
+    }),
   });
   const allRoutes: Route[] = [...routes, openapi];
   const publicPaths = new Set(allRoutes.filter((r) => r.public).map((r) => `${r.method} ${fullPath(r)}`));
@@ -55,8 +82,11 @@ export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string
   const app = new Koa({ proxy: settings.trustProxy });
   const router = new Router();
   mountRoutes(router, allRoutes);
+  app.use(requestIds());
+  app.use(accessLog((request) => options.operations.metrics.observeRequest(request)));
   app.use(errorBodies);
   app.use(sourceEndpoints(deps));
+  app.use(dashboard());
   app.use(
     bearerAuth({
       accounts: deps.accountsView,
@@ -64,6 +94,7 @@ export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string
       catchUp: () => deps.projector.catchUp(5_000),
       perKey: new RateLimiter({ ratePerSecond: settings.apiRatePerSecond, burst: settings.apiBurst }),
       perAddress: new RateLimiter({ ratePerSecond: settings.anonymousRatePerSecond, burst: settings.anonymousBurst }),
+      streamTokens: deps.streamTokens,
     }),
   );
   app.use(jsonBody(settings.maxBodyBytes));

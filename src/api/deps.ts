@@ -22,6 +22,7 @@ import type { Resends } from "../delivery/resend.js";
 import type { WorkflowService } from "../workflows/service.js";
 import type { WorkflowsReadModel } from "../readModels/workflows.js";
 import type { WorkflowRunQueue } from "../workflows/runner.js";
+import type { StreamTokens } from "./streamTokens.js";
 
 /** Limits and settings the HTTP layer applies (from the node's config). */
 export interface ApiSettings {
@@ -71,6 +72,8 @@ export interface ApiDeps {
   readonly workflowsView: WorkflowsReadModel;
   readonly workflowRuns: WorkflowRunQueue;
   readonly projector: Pick<Projector, "position" | "waitFor" | "onApplied" | "catchUp">;
+  /** Single-use tokens that open one source's SSE stream without the Authorization header (browsers). */
+  readonly streamTokens: StreamTokens;
   /** Base URL of this node's public address, without /v1. */
   publicUrl(): string;
   endpointUrl(endpointId: string): string;

@@ -4,6 +4,7 @@ import type { Context, Next } from "koa";
 import { DomainError } from "../../commands/decider.js";
 import type { ErrorCode } from "../../commands/errors.js";
 import { toDomainError } from "../errors.js";
+import { requestLog } from "./requestLog.js";
 
 export const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
@@ -55,7 +56,7 @@ export async function errorBodies(ctx: Context, next: Next): Promise<void> {
     if (error.code === "unauthorized") ctx.set("WWW-Authenticate", 'Bearer realm="headwater"');
     if (error.retryAfterSeconds !== undefined) ctx.set("Retry-After", String(error.retryAfterSeconds));
     if (ctx.status >= 500 && error.code !== "run_failed" && error.code !== "run_timeout") {
-      console.error(`${ctx.method} ${ctx.path} failed:`, thrown);
+      requestLog(ctx).error({ err: thrown }, `${ctx.method} ${ctx.path} failed`);
     }
   }
 }

@@ -7,6 +7,7 @@ import type { RunLogged } from "../../commands/runLogs/runLog.js";
 import { streams } from "../../commands/streams.js";
 import { KEPT_EVENTS } from "../../projections/emittedEvents.js";
 import { KEPT_RUN_LOGS } from "../../projections/runLogs.js";
+import { log } from "../observability/log.js";
 
 type Kept = { kind: "events" | "logs"; emitterId: string };
 
@@ -59,7 +60,7 @@ export class Retention {
       this.#timer = undefined;
       this.#running = this.#running
         .then(() => this.#sweep())
-        .catch((error) => console.error("retention:", error))
+        .catch((error: unknown) => log.error({ err: error }, "retention failed"))
         .finally(() => this.#again());
     }, this.intervalMs);
   }

@@ -127,11 +127,16 @@ export class TestServer {
     });
     this.url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${this.output}`)), timeoutMs);
+      let listening = false;
       child.stdout.on("data", (chunk: Buffer) => {
         this.output += chunk.toString();
+        if (process.env.HEADWATER_TEST_VERBOSE) process.stderr.write(chunk);
+        // Only until it listens: the server keeps writing its logs here, and the output only grows.
+        if (listening) return;
         // A node without the api role serves no HTTP: it says so instead, and its url stays "".
         const match = /Headwater listening on (\S+)|Headwater node running without the api role/.exec(this.output);
         if (match) {
+          listening = true;
           clearTimeout(timer);
           resolve(match[1] ?? "");
         }

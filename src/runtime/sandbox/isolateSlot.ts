@@ -356,6 +356,7 @@ export class IsolateSlot {
           timeoutMs: Math.min(askedTimeout, remaining),
           maxResponseBytes: Math.min(askedMax, limits.httpMaxResponseBytes),
           ...(typeof r["maxRedirects"] === "number" ? { maxRedirects: Math.max(0, Math.min(20, r["maxRedirects"])) } : {}),
+          decompress: r["decompress"] !== false,
         },
         { allowPrivateNetworks: this.env.allowPrivateNetworks },
       );

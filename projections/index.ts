@@ -7,6 +7,7 @@ import { componentsProjection } from "./components.js";
 import { sourcesProjection } from "./sources.js";
 import { emittedEventsProjection } from "./emittedEvents.js";
 import { runLogsProjection } from "./runLogs.js";
+import { connectedAccountsProjection } from "./connectedAccounts.js";
 
 /** Every read model a node keeps. */
 export const allProjections: readonly Projection[] = [
@@ -18,4 +19,5 @@ export const allProjections: readonly Projection[] = [
   sourcesProjection,
   emittedEventsProjection,
   runLogsProjection,
+  connectedAccountsProjection,
 ];

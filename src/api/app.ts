@@ -12,6 +12,7 @@ import { orgRoutes } from "./resources/orgs.js";
 import { componentRoutes } from "./resources/components.js";
 import { sourceRoutes } from "./resources/sources.js";
 import { eventRoutes } from "./resources/events.js";
+import { connectedAccountRoutes } from "./resources/connectedAccounts.js";
 import { sseRoutes, type SseHub } from "./sse.js";
 import { sourceEndpoints } from "./endpoints.js";
 import { RateLimiter } from "./rateLimit.js";
@@ -23,6 +24,7 @@ export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
     ...orgRoutes(deps),
     ...componentRoutes(deps),
     ...sourceRoutes(deps),
+    ...connectedAccountRoutes(deps),
     ...eventRoutes(deps),
     ...sseRoutes(deps, hub),
   ];

@@ -6,6 +6,7 @@ import { failWith } from "./output.js";
 import { adminCommands } from "./admin.js";
 import { auditCommand } from "./audit.js";
 import { projectionsCommands } from "./projections.js";
+import { accountCommands } from "./accounts.js";
 
 const program = new Command("headwater").version(VERSION).description("Headwater: self-hosted event sources");
 
@@ -44,5 +45,6 @@ program
 adminCommands(program);
 auditCommand(program);
 projectionsCommands(program);
+accountCommands(program);
 
 await program.parseAsync(process.argv);

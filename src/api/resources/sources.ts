@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { route, type Caller, type Route } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data, Paged, pageBody } from "../pagination.js";
-import { componentCode } from "./components.js";
+import { codeOf, componentCode } from "./components.js";
 import { invalid, notFound } from "../../../commands/decider.js";
 import { REGISTRY_OWNER } from "../../../commands/components/component.js";
 import { viewProps } from "../../sources/configuredProps.js";
@@ -66,6 +66,8 @@ async function resolveComponent(
   body: {
     component_id?: string | undefined;
     component_code?: string | undefined;
+    component_files?: Record<string, string> | undefined;
+    component_entry?: string | undefined;
     component_url?: string | undefined;
     key?: string | undefined;
   },
@@ -75,18 +77,8 @@ async function resolveComponent(
     if (!found) throw notFound("component");
     return found;
   }
-  if (body.component_code !== undefined || body.component_url !== undefined) {
-    const saved = await written(
-      deps,
-      deps.catalog.save(
-        ownerId,
-        {
-          ...(body.component_code !== undefined ? { code: body.component_code } : {}),
-          ...(body.component_url !== undefined ? { url: body.component_url } : {}),
-        },
-        { metadata: { by: caller.userId } },
-      ),
-    );
+  if (body.component_code !== undefined || body.component_files !== undefined || body.component_url !== undefined) {
+    const saved = await written(deps, deps.catalog.save(ownerId, codeOf(body), { metadata: { by: caller.userId } }));
     return deps.components.get(saved.componentId);
   }
   if (body.key !== undefined) {
@@ -118,8 +110,8 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
         const ownerId = deps.access.ownerForCreate(caller, query.org_id ?? body.org_id);
         const component = await resolveComponent(deps, caller, ownerId, body);
         if (!component) {
-          throw invalid("give one of component_id, component_code, component_url or key", [
-            { path: "body.component_id", message: "one of component_id, component_code, component_url, key is required" },
+          throw invalid("give one of component_id, component_code, component_files, component_url or key", [
+            { path: "body.component_id", message: "one of component_id, component_code, component_files, component_url, key is required" },
           ]);
         }
         const deployed = await written(

@@ -73,12 +73,14 @@ export function accountCommands(program: Command): void {
     .option("--api-key <key>", "an API key (default: HEADWATER_API_KEY)");
   const api = (cmd: Command): ApiOptions => cmd.optsWithGlobals();
   const run = (action: () => Promise<unknown>) =>
-    action().then(
-      (value) => {
-        if (value !== undefined) printJson(value);
-      },
-      (error: unknown) => failWith(error),
-    );
+    Promise.resolve()
+      .then(action)
+      .then(
+        (value) => {
+          if (value !== undefined) printJson(value);
+        },
+        (error: unknown) => failWith(error),
+      );
 
   account
     .command("create")

@@ -111,7 +111,7 @@ export function accountCommands(program: Command): void {
       if (opts.limit !== undefined) query.set("limit", opts.limit);
       if (opts.after !== undefined) query.set("after", opts.after);
       const path = opts.org !== undefined ? `/orgs/${encodeURIComponent(opts.org)}/accounts` : "/users/me/accounts";
-      return run(() => call(api(cmd), "GET", `${path}${query.size > 0 ? `?${query}` : ""}`));
+      return run(() => call(api(cmd), "GET", `${path}${query.size > 0 ? `?${query.toString()}` : ""}`));
     });
 
   account

@@ -137,9 +137,12 @@ export function checkConfiguredProps(
     if (prop.type === "$.interface.http") continue; // the endpoint is assigned, nothing to configure
     let value = raw;
     if ((value === undefined || value === null) && prop.default !== undefined) value = prop.default;
+    const isApp = prop.type === "app" || prop.type === "app[]";
+    // `{}` for an app prop says "no credentials" as plainly as leaving it out.
+    if (isApp && isPlainObject(value) && Object.keys(value).length === 0) value = undefined;
     if (value === undefined || value === null) {
       // An app prop configured with nothing runs with `$auth: {}`, as Pipedream runs apps without credentials.
-      if (!prop.optional && prop.type !== "app" && prop.type !== "app[]") problems.push({ path: path(prop.name), message: "is required" });
+      if (!prop.optional && !isApp) problems.push({ path: path(prop.name), message: "is required" });
       continue;
     }
     if (jsonBytes(value) > MAX_PROP_BYTES) {

@@ -300,11 +300,9 @@ function rmSync(p: PathLike, options?: { recursive?: boolean; force?: boolean })
   }
   if (entry.kind === "dir") {
     if (!options?.recursive) throw Object.assign(fsError("EISDIR", "rm", path), { code: "ERR_FS_EISDIR" });
-    if (path === "/tmp") {
-      for (const child of store().under(path)) store().remove(child);
-      return;
-    }
     for (const child of store().under(path)) store().remove(child);
+    // /tmp itself stays: it is the run's root.
+    if (path === "/tmp") return;
   }
   store().remove(path);
 }

@@ -3,6 +3,8 @@ FROM node:20
 
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci runs the prepare script, which skips the build until the sources are copied below.
+COPY scripts ./scripts
 RUN npm ci
 COPY . .
 RUN npm run build && npm prune --omit=dev

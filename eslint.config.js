@@ -38,6 +38,8 @@ export default tseslint.config(
       // Interface implementations return promises without awaiting anything; that is fine.
       "@typescript-eslint/require-await": "off",
       "no-constant-condition": ["error", { checkLoops: false }],
+      // Refusing control characters in names is exactly what some patterns are for.
+      "no-control-regex": "off",
     },
   },
   {
@@ -69,6 +71,11 @@ export default tseslint.config(
     },
   },
   { files: ["**/*.js", "**/*.mjs", "**/*.cjs"], ...tseslint.configs.disableTypeChecked },
+  {
+    // Plain Node scripts (bin/, scripts/): the Node globals they use.
+    files: ["**/*.js", "**/*.mjs", "**/*.cjs"],
+    languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } },
+  },
   restrict(
     ["commands/**/*.ts"],
     "(^|/)(src/(?!store/eventStore\\.js$|runtime/types\\.js$)|projections/)",

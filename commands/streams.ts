@@ -19,17 +19,23 @@ export const streams = {
   timer: (sourceId: string) => `timer-${sourceId}`,
   webhook: (webhookId: string) => `webhook-${webhookId}`,
   subscription: (subscriptionId: string) => `subscription-${subscriptionId}`,
+  autoSubscription: (autoSubscriptionId: string) => `autosubscription-${autoSubscriptionId}`,
+  /** A listener's deliveries: every attempt, and what waits for it while it fails (webhooks). */
+  deliveries: (listenerId: string) => `deliveries-${listenerId}`,
+  /** The router's lease and how far it routed. */
+  router: () => "router",
   workflow: (workflowId: string) => `workflow-${workflowId}`,
   account: (accountId: string) => `account-${accountId}`,
 } as const;
 
-/** What a deleted source leaves behind besides its command stream (kept for audit): all truncated. */
-export const sourceDataStreams = (sourceId: string): string[] => [
-  streams.emitter(sourceId),
-  streams.emitterDb(sourceId),
-  streams.runLogs(sourceId),
-  streams.timer(sourceId),
+/** What a deleted source or workflow leaves behind besides its command stream (kept for audit): all truncated. */
+export const emitterDataStreams = (emitterId: string): string[] => [
+  streams.emitter(emitterId),
+  streams.emitterDb(emitterId),
+  streams.runLogs(emitterId),
+  streams.timer(emitterId),
 ];
+export const sourceDataStreams = emitterDataStreams;
 
 /** The streams that tell a resource's history, by its id prefix (operator `audit`). */
 export function historyStreams(resourceId: string): string[] | undefined {
@@ -49,6 +55,8 @@ export function historyStreams(resourceId: string): string[] | undefined {
       return [streams.webhook(resourceId)];
     case "sub":
       return [streams.subscription(resourceId)];
+    case "asub":
+      return [streams.autoSubscription(resourceId)];
     case "p":
       return [streams.workflow(resourceId)];
     case "apn":

@@ -33,7 +33,7 @@ export function emittedEventRow(recorded: RecordedEvent): EmittedEventRow {
     channel: d.channel,
     event: JSON.stringify(d.event),
     summary: d.summary,
-    emit_id: d.emitId,
+    emit_id: d.emitId ?? d.id,
     ts: d.ts,
     indexed_at_ms: d.indexedAtMs,
     invocation_id: d.invocationId,
@@ -45,7 +45,8 @@ export function emittedEventRow(recorded: RecordedEvent): EmittedEventRow {
 // log retention keeps: a rebuild from the truncated log gives the same rows.
 export const emittedEventsProjection: Projection = {
   name: "emitted_events",
-  version: 1,
+  // 2: emit_id is the event's id when the emit gave none.
+  version: 2,
   tables: ["emitted_events"],
   schema: [
     `CREATE TABLE IF NOT EXISTS emitted_events (
@@ -55,9 +56,9 @@ export const emittedEventsProjection: Projection = {
       PRIMARY KEY (emitter_id, id))`,
     "CREATE INDEX IF NOT EXISTS emitted_events_by_emitter ON emitted_events (emitter_id, seq)",
   ],
-  handles: new Set(["EventEmitted", "EventsDeleted", "SourceDeleted"]),
+  handles: new Set(["EventEmitted", "EventsDeleted", "SourceDeleted", "WorkflowDeleted"]),
   apply(db, recorded) {
-    if (recorded.type === "SourceDeleted") {
+    if (recorded.type === "SourceDeleted" || recorded.type === "WorkflowDeleted") {
       statement(db, "DELETE FROM emitted_events WHERE emitter_id = ?").run((recorded.data as SourceDeleted["data"]).id);
       return;
     }

@@ -8,6 +8,10 @@ import { sourcesProjection } from "./sources.js";
 import { emittedEventsProjection } from "./emittedEvents.js";
 import { runLogsProjection } from "./runLogs.js";
 import { connectedAccountsProjection } from "./connectedAccounts.js";
+import { subscriptionsProjection } from "./subscriptions.js";
+import { webhooksProjection } from "./webhooks.js";
+import { deliveriesProjection } from "./deliveries.js";
+import { workflowsProjection } from "./workflows.js";
 
 /** Every read model a node keeps. */
 export const allProjections: readonly Projection[] = [
@@ -20,4 +24,8 @@ export const allProjections: readonly Projection[] = [
   emittedEventsProjection,
   runLogsProjection,
   connectedAccountsProjection,
+  subscriptionsProjection,
+  webhooksProjection,
+  deliveriesProjection,
+  workflowsProjection,
 ];

@@ -106,6 +106,11 @@ function specs(dataDirDefault: string) {
     HEADWATER_RESPONSE_TIMEOUT_MS: int(100)({ default: undefined }),
     HEADWATER_SHUTDOWN_GRACE_MS: int(0)({ default: 30_000 }),
     HEADWATER_LOG_LEVEL: logLevel,
+    HEADWATER_WEBHOOK_TIMEOUT_MS: int(100)({ default: 15_000 }),
+    HEADWATER_WEBHOOK_RETRY_MS: int(10)({ default: 2_000 }),
+    HEADWATER_WEBHOOK_RETRY_MAX_MS: int(10)({ default: 3_600_000 }),
+    HEADWATER_WEBHOOK_DISABLE_AFTER_MS: int(1000)({ default: 3 * 24 * 3_600_000 }),
+    HEADWATER_DELIVERY_SWEEP_MS: int(100)({ default: 5_000 }),
   };
 }
 
@@ -167,6 +172,13 @@ function toConfig(env: ReturnType<typeof clean>) {
     /** How long SIGTERM lets requests and runs in flight finish before the node exits. */
     shutdownGraceMs: env.HEADWATER_SHUTDOWN_GRACE_MS,
     logLevel: env.HEADWATER_LOG_LEVEL,
+    /** Webhook delivery: request timeout, the retry schedule (doubling from retryMs up to retryMaxMs), when a failing webhook is disabled. */
+    webhookTimeoutMs: env.HEADWATER_WEBHOOK_TIMEOUT_MS,
+    webhookRetryMs: env.HEADWATER_WEBHOOK_RETRY_MS,
+    webhookRetryMaxMs: env.HEADWATER_WEBHOOK_RETRY_MAX_MS,
+    webhookDisableAfterMs: env.HEADWATER_WEBHOOK_DISABLE_AFTER_MS,
+    /** How often dispatchers look for webhook queues whose retry is due. */
+    deliverySweepMs: env.HEADWATER_DELIVERY_SWEEP_MS,
   };
 }
 

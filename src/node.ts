@@ -1,3 +1,4 @@
+import { VERSION } from "./version.js";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -43,6 +44,19 @@ import { TimerScheduler } from "./scheduler/timers.js";
 import { Retention } from "./projector/retention.js";
 import { loadSealer } from "./secrets/sealer.js";
 import { outboundRequest } from "./net/outbound.js";
+import { SubscriptionsReadModel } from "./readModels/subscriptions.js";
+import { WebhooksReadModel } from "./readModels/webhooks.js";
+import { DeliveriesReadModel } from "./readModels/deliveries.js";
+import { Subscriptions } from "./subscriptions/subscriptions.js";
+import { Webhooks } from "./subscriptions/webhooks.js";
+import { Router } from "./delivery/router.js";
+import { DeliveryWorker } from "./delivery/worker.js";
+import { Resends } from "./delivery/resend.js";
+import { DELIVERIES_TOPIC, DELIVERY_PARTITIONS } from "./delivery/messages.js";
+import { routedUpTo } from "./delivery/router.js";
+import { WorkflowsReadModel } from "./readModels/workflows.js";
+import { WorkflowService } from "./workflows/service.js";
+import { WORKFLOW_RUNS_TOPIC, WorkflowRunQueue, WorkflowRunner, startWorkflowRunner, type StepExecutor } from "./workflows/runner.js";
 
 export interface RunningNode {
   /** Where this process listens. */
@@ -57,7 +71,7 @@ export interface RunningNode {
   close(graceMs?: number): Promise<void>;
 }
 
-export const VERSION = "0.1.0";
+export { VERSION };
 const READ_MODELS_FILE = "readmodels.db";
 export const readModelsFile = (config: Pick<Config, "dataDir">) => path.join(config.dataDir, READ_MODELS_FILE);
 
@@ -81,6 +95,14 @@ async function bootstrap(accounts: Accounts, headPosition: number, config: Confi
     if (error instanceof DomainError && (error.code === "name_taken" || error.code === "already_exists")) return undefined;
     throw error;
   }
+}
+
+/** Delays between webhook retries: doubling from `first` up to `max` (the last step repeats). */
+function retrySchedule(first: number, max: number): number[] {
+  const delays: number[] = [];
+  for (let d = first; d < max && delays.length < 30; d *= 2) delays.push(d);
+  delays.push(max);
+  return delays;
 }
 
 /** A node's id names its reply topic; kept in the data directory so restarts reuse it. */
@@ -120,7 +142,11 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const nodeId = nodeIdOf(config);
   const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeId}` });
   closers.push(() => bus.close());
-  await bus.ensureTopics([{ name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS }]);
+  await bus.ensureTopics([
+    { name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS },
+    { name: DELIVERIES_TOPIC, partitions: DELIVERY_PARTITIONS },
+    { name: WORKFLOW_RUNS_TOPIC, partitions: INVOCATION_PARTITIONS },
+  ]);
   const replies = await openReplyChannel({ bus, nodeId });
   closers.push(() => replies.close());
 
@@ -171,6 +197,15 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     clock,
   );
   closers.push(() => admission.close());
+  const subscriptionsView = new SubscriptionsReadModel(db);
+  const webhooksView = new WebhooksReadModel(db);
+  const deliveriesView = new DeliveriesReadModel(db);
+  const webhooks = new Webhooks(store, sealer, clock);
+  const workflowsView = new WorkflowsReadModel(db);
+  /** Who owns a source, webhook or workflow a subscription names. */
+  const ownerOf = (id: string) => sources.source(id)?.ownerId ?? webhooksView.webhook(id)?.ownerId ?? workflowsView.workflow(id)?.ownerId;
+  const subscriptions = new Subscriptions(store, subscriptionsView, ownerOf, clock);
+  const resends = new Resends({ bus, deliveries: deliveriesView, events, runLogs, clock });
   const lifecycle = new SourceLifecycle({
     store,
     emitters,
@@ -182,6 +217,30 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     endpointUrl,
     accounts: connectedAccounts,
   });
+  const propRules = { minTimerSeconds: config.timerMinSeconds };
+  const workflowService = new WorkflowService({
+    store,
+    catalog,
+    workflows: workflowsView,
+    sealer,
+    clock,
+    rules: propRules,
+    waitFor: (position) => projector.waitFor(position),
+  });
+  const workflowRuns = new WorkflowRunQueue(bus, replies);
+  const executeStep: StepExecutor = ({ workflow, component, props, steps, invocationId, step }) =>
+    runtime.invoke({
+      invocationId: `${invocationId}-${step.cellId}`,
+      ownerId: workflow.creatorId,
+      sourceId: workflow.id,
+      codeHash: component.codeHash,
+      bundleHash: component.meta.bundleHash,
+      bundle: component.meta.bundle,
+      method: "run",
+      props,
+      steps,
+      event: (steps.trigger as { event?: unknown } | undefined)?.event ?? null,
+    });
   const deps: ApiDeps = {
     settings: {
       maxBodyBytes: config.maxBodyBytes,
@@ -214,7 +273,16 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     emitters,
     admission,
     invocations,
+    workflows: workflowService,
+    workflowsView,
+    workflowRuns,
     projector,
+    subscriptions,
+    subscriptionsView,
+    webhooks,
+    webhooksView,
+    deliveriesView,
+    deliveries: resends,
     publicUrl: () => publicUrl,
     endpointUrl,
   };
@@ -273,14 +341,95 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       runsPerOwner: config.runsPerOwner,
     });
   }
+  let workflowConsumer: BusConsumer | undefined;
+  if (roles.has("runner")) {
+    const workflowRunner = new WorkflowRunner({
+      emitters,
+      runLogs: new RunLogStore(store),
+      components,
+      sealer,
+      clock,
+      rules: propRules,
+      execute: executeStep,
+    });
+    workflowConsumer = await startWorkflowRunner({
+      bus,
+      replies,
+      projector,
+      workflows: workflowsView,
+      runner: workflowRunner,
+      runsPerOwner: config.runsPerOwner,
+    });
+  }
+  let router: Router | undefined;
+  let deliveryWorker: DeliveryWorker | undefined;
+  if (roles.has("dispatcher")) {
+    router = new Router({
+      store,
+      bus,
+      projector,
+      subscriptions: subscriptionsView,
+      nodeId,
+      clock,
+      emitterOf: (id) => {
+        if (id.startsWith("p_")) {
+          const workflow = workflowsView.workflow(id);
+          return workflow ? { ownerId: workflow.ownerId, glob: "p_*" } : undefined;
+        }
+        const source = sources.source(id);
+        return source ? { ownerId: source.ownerId, glob: "dc_*" } : undefined;
+      },
+      listening: (id) =>
+        id.startsWith("wh_")
+          ? webhooksView.webhook(id)?.status === "active"
+          : id.startsWith("p_")
+            ? workflowsView.workflow(id)?.active === true
+            : sources.source(id)?.active === true,
+      errorWorkflowOf: (ownerId) => workflowsView.errorWorkflowOf(ownerId)?.id,
+    });
+    router.start();
+    deliveryWorker = new DeliveryWorker({
+      bus,
+      store,
+      clock,
+      webhooks: webhooksView,
+      webhookService: webhooks,
+      deliveries: deliveriesView,
+      sources,
+      invocations,
+      workflows: workflowsView,
+      workflowRuns,
+      runLogs: new RunLogStore(store),
+      projectorPosition: () => projector.position,
+      sweepMs: config.deliverySweepMs,
+      policy: { delays: retrySchedule(config.webhookRetryMs, config.webhookRetryMaxMs), disableAfterMs: config.webhookDisableAfterMs },
+      send: {
+        timeoutMs: config.webhookTimeoutMs,
+        allowPrivateNetworks: config.runtime.allowPrivateNetworks,
+        userAgent: `Headwater-Webhooks/${VERSION}`,
+      },
+    });
+    await deliveryWorker.start();
+  }
   let scheduler: TimerScheduler | undefined;
   if (roles.has("projector")) {
-    const retention = new Retention(store, projector, { events, runLogs });
+    const retention = new Retention(store, projector, { events, runLogs }, () => routedUpTo(store));
     retention.start();
     closers.push(() => retention.stop());
   }
   if (roles.has("scheduler")) {
-    scheduler = new TimerScheduler({ timers: new TimerStore(store), emitters, sources, components, invocations, projector, quota, clock });
+    scheduler = new TimerScheduler({
+      timers: new TimerStore(store),
+      emitters,
+      sources,
+      components,
+      invocations,
+      projector,
+      quota,
+      clock,
+      workflows: workflowsView,
+      workflowRuns,
+    });
     scheduler.start();
   }
 
@@ -305,8 +454,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       if (inFlightRequests > 0) {
         await within(new Promise<void>((resolve) => requestsDrained.add(resolve)), deadline);
       }
-      // 3. Runs in flight finish and are recorded; past the deadline they are abandoned and run again at the next start.
-      if (runnerConsumer) await within(runnerConsumer.stop(), deadline);
+      // 3. Runs and deliveries in flight finish and are recorded; past the deadline they are abandoned and redone at the next start.
+      await within(Promise.all([runnerConsumer?.stop(), workflowConsumer?.stop(), deliveryWorker?.stop(), router?.stop()]), deadline);
       server?.closeAllConnections();
       await closed;
       for (const close of closers.reverse()) await close();

@@ -19,11 +19,13 @@ export type EventEmitted = DomainEvent<
     channel: string;
     event: unknown;
     summary: string | null;
-    /** The id given to $emit (dedupe key). */
+    /** The id given to $emit (dedupe key); the event's own id when the emit gave none. */
     emitId: string | null;
     ts: number | null;
     indexedAtMs: number;
     invocationId: string;
+    /** Emitters the run's triggering event passed through (source → source chains); absent when none. */
+    chain?: string[];
   }
 >;
 
@@ -61,6 +63,8 @@ export interface RecordRun {
   readonly dbChanged: boolean;
   readonly startedMs: number;
   readonly nowMs: number;
+  /** The triggering event's chain of emitters (runs triggered through subscriptions). */
+  readonly chain?: readonly string[];
 }
 
 export type RunDecision =
@@ -96,10 +100,11 @@ export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDe
       channel: channelOf(emit.meta.name),
       event: emit.event === undefined ? null : emit.event,
       summary: typeof emit.meta.summary === "string" ? emit.meta.summary : null,
-      emitId: emit.meta.id === undefined || emit.meta.id === null ? null : String(emit.meta.id),
+      emitId: emit.meta.id === undefined || emit.meta.id === null ? formatEventId(ids[i]) : String(emit.meta.id),
       ts: typeof emit.meta.ts === "number" ? emit.meta.ts : null,
       indexedAtMs: command.nowMs,
       invocationId: command.invocationId,
+      ...(command.chain && command.chain.length > 0 ? { chain: [...command.chain] } : {}),
     },
   }));
   const recorded: RunRecorded = {

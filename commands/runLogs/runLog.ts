@@ -1,7 +1,7 @@
 import type { DomainEvent } from "../decider.js";
 
 /** What triggered a run of user code. */
-export type RunTrigger = "http" | "timer" | "manual" | "deploy" | "activate" | "deactivate";
+export type RunTrigger = "http" | "timer" | "manual" | "subscription" | "deploy" | "activate" | "deactivate";
 
 export interface LogLine {
   readonly ts: number;
@@ -27,8 +27,8 @@ export type RunLogged = DomainEvent<
     ok: boolean;
     error: { name: string; message: string; stack?: string } | null;
     lines: LogLine[];
-    /** Set when the invocation was not run at all (its source was paused meanwhile): not billed. */
-    skipped?: "paused";
+    /** Set when the invocation was not run at all (its source was paused, or the event came round a cycle): not billed. */
+    skipped?: "paused" | "cycle";
   }
 >;
 
@@ -85,6 +85,11 @@ export function runLogged(run: RunToLog): RunLogged {
   };
 }
 
+const SKIPPED = {
+  paused: { name: "SourcePaused", message: "the source was paused when this invocation's turn came; it was not run" },
+  cycle: { name: "SubscriptionCycle", message: "the event came round a cycle of subscriptions; it was not delivered again" },
+} as const;
+
 /** The log of an invocation dropped without running: the user sees why, and it is not billed. */
 export function skippedRunLogged(input: {
   sourceId: string;
@@ -92,8 +97,11 @@ export function skippedRunLogged(input: {
   invocationId: string;
   trigger: RunTrigger;
   nowMs: number;
+  reason?: keyof typeof SKIPPED;
+  detail?: string;
 }): RunLogged {
   const { nowMs } = input;
+  const reason = input.reason ?? "paused";
   return {
     type: "RunLogged",
     data: {
@@ -105,9 +113,15 @@ export function skippedRunLogged(input: {
       endedMs: nowMs,
       computeMs: 0,
       ok: false,
-      error: { name: "SourcePaused", message: "the source was paused when this invocation's turn came; it was not run" },
-      lines: [{ ts: nowMs, level: "system", message: `${input.trigger} invocation ${input.invocationId} skipped: the source is paused` }],
-      skipped: "paused",
+      error: { ...SKIPPED[reason], ...(input.detail ? { message: `${SKIPPED[reason].message}: ${input.detail}` } : {}) },
+      lines: [
+        {
+          ts: nowMs,
+          level: "system",
+          message: `${input.trigger} invocation ${input.invocationId} skipped: ${input.detail ?? SKIPPED[reason].message}`,
+        },
+      ],
+      skipped: reason,
     },
   };
 }

@@ -13,6 +13,9 @@ import { componentRoutes } from "./resources/components.js";
 import { sourceRoutes } from "./resources/sources.js";
 import { eventRoutes } from "./resources/events.js";
 import { connectedAccountRoutes } from "./resources/connectedAccounts.js";
+import { subscriptionRoutes } from "./resources/subscriptions.js";
+import { webhookRoutes } from "./resources/webhooks.js";
+import { workflowRoutes } from "./resources/workflows.js";
 import { sseRoutes, type SseHub } from "./sse.js";
 import { sourceEndpoints } from "./endpoints.js";
 import { RateLimiter } from "./rateLimit.js";
@@ -26,6 +29,9 @@ export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
     ...sourceRoutes(deps),
     ...connectedAccountRoutes(deps),
     ...eventRoutes(deps),
+    ...subscriptionRoutes(deps),
+    ...webhookRoutes(deps),
+    ...workflowRoutes(deps),
     ...sseRoutes(deps, hub),
   ];
 }

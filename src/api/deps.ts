@@ -15,6 +15,15 @@ import type { EmitterStore } from "../../commands/emitters/emitterStore.js";
 import type { Admission } from "../runner/admission.js";
 import type { InvocationQueue } from "../runner/invocations.js";
 import type { Projector } from "../projector/projector.js";
+import type { Subscriptions } from "../subscriptions/subscriptions.js";
+import type { Webhooks } from "../subscriptions/webhooks.js";
+import type { SubscriptionsReadModel } from "../readModels/subscriptions.js";
+import type { WebhooksReadModel } from "../readModels/webhooks.js";
+import type { DeliveriesReadModel } from "../readModels/deliveries.js";
+import type { Resends } from "../delivery/resend.js";
+import type { WorkflowService } from "../workflows/service.js";
+import type { WorkflowsReadModel } from "../readModels/workflows.js";
+import type { WorkflowRunQueue } from "../workflows/runner.js";
 
 /** Limits and settings the HTTP layer applies (from the node's config). */
 export interface ApiSettings {
@@ -54,8 +63,17 @@ export interface ApiDeps {
   readonly catalog: ComponentCatalog;
   readonly lifecycle: SourceLifecycle;
   readonly emitters: Pick<EmitterStore, "deleteEvents">;
+  readonly subscriptions: Subscriptions;
+  readonly subscriptionsView: SubscriptionsReadModel;
+  readonly webhooks: Webhooks;
+  readonly webhooksView: WebhooksReadModel;
+  readonly deliveriesView: DeliveriesReadModel;
+  readonly deliveries: Resends;
   readonly admission: Admission;
   readonly invocations: InvocationQueue;
+  readonly workflows: WorkflowService;
+  readonly workflowsView: WorkflowsReadModel;
+  readonly workflowRuns: WorkflowRunQueue;
   readonly projector: Pick<Projector, "position" | "waitFor" | "onApplied" | "catchUp">;
   /** Base URL of this node's public address, without /v1. */
   publicUrl(): string;

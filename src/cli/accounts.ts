@@ -1,131 +1,128 @@
-// `headwater account …`: connected accounts through the REST API (POST /v1/accounts and friends),
-// so it works against any node. Where to reach it: --api-url / --api-key, else HEADWATER_API_URL /
-// HEADWATER_API_KEY. Prints one JSON document on stdout; a failure prints {"error", "code"} on
-// stderr and exits 1, as the operator commands do.
+// `headwater account create | list | get | delete`: connected accounts (app credentials that
+// sources bind as configured_props.<app> = {authProvisionId}) over the REST API, with the user
+// commands' profile, options (--api-url/--api-key, HEADWATER_API_URL/HEADWATER_API_KEY, --json),
+// output and exit statuses. Credentials are sent once and never shown: only their field names.
 import type { Command } from "commander";
-import { DomainError } from "../../commands/decider.js";
-import { ERROR_CODES, type ErrorCode } from "../../commands/errors.js";
-import { failWith, printJson } from "./output.js";
+import { action, withConnection, type CommonOptions } from "./user/common.js";
+import { when, type Output } from "./user/output.js";
+import type { Paged } from "./user/client.js";
+import { usage } from "./failure.js";
 
-interface ApiOptions {
-  apiUrl?: string;
-  apiKey?: string;
+/** A connected account as the API answers it. */
+export interface ConnectedAccountView {
+  id: string;
+  app: string;
+  name: string | null;
+  owner_id: string;
+  auth_fields: string[];
+  created_at: number;
 }
 
-/** The API's base with its version prefix: http://host:port → http://host:port/v1. */
-export function apiBase(url: string): string {
-  const trimmed = url.replace(/\/+$/, "");
-  return /\/v1$/.test(trimmed) ? trimmed : `${trimmed}/v1`;
-}
-
-function target(options: ApiOptions): { base: string; key: string } {
-  const url = options.apiUrl ?? process.env.HEADWATER_API_URL;
-  const key = options.apiKey ?? process.env.HEADWATER_API_KEY;
-  if (!url) throw new DomainError("usage", "give the API's address with --api-url or HEADWATER_API_URL");
-  if (!key) throw new DomainError("usage", "give an API key with --api-key or HEADWATER_API_KEY");
-  return { base: apiBase(url), key };
-}
-
-async function call(options: ApiOptions, method: string, path: string, body?: unknown): Promise<unknown> {
-  const { base, key } = target(options);
-  let response: Response;
-  try {
-    response = await fetch(base + path, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-  } catch (error) {
-    throw new DomainError("unavailable", `cannot reach ${base}: ${(error as Error).message}`);
-  }
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = text === "" ? undefined : JSON.parse(text);
-  } catch {
-    parsed = text;
-  }
-  if (!response.ok) {
-    const answer = (typeof parsed === "object" && parsed !== null ? parsed : {}) as { error?: string; code?: string };
-    const code = ERROR_CODES.includes(answer.code as ErrorCode) ? (answer.code as ErrorCode) : "internal";
-    throw new DomainError(code, answer.error ?? `the API answered ${response.status}`);
-  }
-  return parsed;
-}
+const olderServer = (route: string) => `this server does not serve ${route}: it predates connected accounts`;
 
 function parseAuth(text: string): Record<string, unknown> {
   let auth: unknown;
   try {
     auth = JSON.parse(text);
   } catch {
-    throw new DomainError("usage", `--auth must be a JSON object, e.g. '{"api_key": "…"}'`);
+    throw usage(`--auth must be a JSON object, e.g. '{"api_key": "…"}'`);
   }
-  if (typeof auth !== "object" || auth === null || Array.isArray(auth)) throw new DomainError("usage", "--auth must be a JSON object");
+  if (typeof auth !== "object" || auth === null || Array.isArray(auth)) throw usage("--auth must be a JSON object of credential fields");
   return auth as Record<string, unknown>;
 }
 
-/** Registers `account create | list | get | delete` on a program. */
-export function accountCommands(program: Command): void {
+function show(out: Output, account: ConnectedAccountView): void {
+  out.fields([
+    ["  app", account.app],
+    ["  name", account.name ?? undefined],
+    ["  owner", account.owner_id],
+    ["  credentials", account.auth_fields.join(", ")],
+    ["  created", when(account.created_at)],
+  ]);
+}
+
+export function connectedAccountCommands(program: Command): void {
   const account = program
     .command("account")
-    .description("connected accounts: app credentials that sources bind as configured_props.<app> = {authProvisionId}")
-    .option("--api-url <url>", "the API's address (default: HEADWATER_API_URL)")
-    .option("--api-key <key>", "an API key (default: HEADWATER_API_KEY)");
-  const api = (cmd: Command): ApiOptions => cmd.optsWithGlobals();
-  const run = (action: () => Promise<unknown>) =>
-    Promise.resolve()
-      .then(action)
-      .then(
-        (value) => {
-          if (value !== undefined) printJson(value);
-        },
-        (error: unknown) => failWith(error),
+    .description("connected accounts: app credentials that sources bind as configured_props.<app> = {authProvisionId}");
+
+  withConnection(
+    account
+      .command("create")
+      .description("connect an account (POST /v1/accounts): its credentials are sealed at rest and never shown again")
+      .requiredOption("--app <slug>", "the app's name slug, as app props name it (github, slack, …)")
+      .requiredOption("--auth <json>", `the credentials as JSON, e.g. '{"api_key": "…"}'`)
+      .option("--name <name>", "a name to tell accounts of one app apart")
+      .option("--org <org_id>", "create it for an organization"),
+  ).action(
+    action(async ({ out, client }, options: CommonOptions & { app: string; auth: string; name?: string; org?: string }) => {
+      const auth = parseAuth(options.auth);
+      const created = (
+        await client().request<{ data: ConnectedAccountView }>("POST", "/accounts", {
+          body: {
+            app: options.app,
+            auth,
+            ...(options.name !== undefined ? { name: options.name } : {}),
+            ...(options.org !== undefined ? { org_id: options.org } : {}),
+          },
+          missingRoute: olderServer("POST /v1/accounts"),
+        })
+      ).data;
+      if (out.json) return out.document(created);
+      out.line(`Connected account ${out.c.bold(created.id)}`);
+      show(out, created);
+      out.note(out.e.dim(`bind it: --prop '${created.app}={"authProvisionId":"${created.id}"}'`));
+    }),
+  );
+
+  withConnection(
+    account
+      .command("list")
+      .description("list connected accounts (yours, or an organization's), oldest first")
+      .option("--org <org_id>", "an organization's accounts")
+      .option("--limit <n>", "page size, 1 to 100")
+      .option("--after <cursor>", "the page after this cursor (page_info.end_cursor of the previous page)"),
+  ).action(
+    action(async ({ out, client }, options: CommonOptions & { org?: string; limit?: string; after?: string }) => {
+      const path = options.org !== undefined ? `/orgs/${encodeURIComponent(options.org)}/accounts` : "/users/me/accounts";
+      const page = await client().get<Paged<ConnectedAccountView>>(
+        path,
+        { limit: options.limit, after: options.after },
+        olderServer(`GET /v1${path}`),
       );
+      if (out.json) return out.document(page);
+      out.table(
+        ["ID", "APP", "NAME", "CREDENTIALS", "CREATED"],
+        page.data.map((a) => [a.id, a.app, a.name ?? "", a.auth_fields.join(","), when(a.created_at)]),
+      );
+      if (page.page_info.count < page.page_info.total_count && page.page_info.end_cursor) {
+        out.note(out.e.dim(`more: headwater account list --after ${page.page_info.end_cursor}`));
+      }
+    }),
+  );
 
-  account
-    .command("create")
-    .description("connect an account: its credentials are sealed at rest and never shown again")
-    .requiredOption("--app <slug>", "the app's name slug (github, slack, …)")
-    .requiredOption("--auth <json>", `the credentials as JSON, e.g. '{"api_key": "…"}'`)
-    .option("--name <name>", "a name to tell accounts of one app apart")
-    .option("--org <org_id>", "create it for an organization")
-    .action((opts: { app: string; auth: string; name?: string; org?: string }, cmd: Command) =>
-      run(() =>
-        call(api(cmd), "POST", "/accounts", {
-          app: opts.app,
-          auth: parseAuth(opts.auth),
-          ...(opts.name !== undefined ? { name: opts.name } : {}),
-          ...(opts.org !== undefined ? { org_id: opts.org } : {}),
-        }),
-      ),
-    );
+  withConnection(account.command("get <id>").description("one connected account (GET /v1/accounts/{id}), without its credentials")).action(
+    action(async ({ out, client }, id: string) => {
+      const found = (
+        await client().get<{ data: ConnectedAccountView }>(
+          `/accounts/${encodeURIComponent(id)}`,
+          undefined,
+          olderServer("GET /v1/accounts"),
+        )
+      ).data;
+      if (out.json) return out.document(found);
+      out.line(out.c.bold(found.id));
+      show(out, found);
+    }),
+  );
 
-  account
-    .command("list")
-    .description("list connected accounts (yours, or an organization's)")
-    .option("--org <org_id>", "an organization's accounts")
-    .option("--limit <n>", "page size, 1 to 100")
-    .option("--after <cursor>", "the page after this cursor (page_info.end_cursor)")
-    .action((opts: { org?: string; limit?: string; after?: string }, cmd: Command) => {
-      const query = new URLSearchParams();
-      if (opts.limit !== undefined) query.set("limit", opts.limit);
-      if (opts.after !== undefined) query.set("after", opts.after);
-      const path = opts.org !== undefined ? `/orgs/${encodeURIComponent(opts.org)}/accounts` : "/users/me/accounts";
-      return run(() => call(api(cmd), "GET", `${path}${query.size > 0 ? `?${query.toString()}` : ""}`));
-    });
-
-  account
-    .command("get <id>")
-    .description("one connected account (without its credentials)")
-    .action((id: string, _opts: unknown, cmd: Command) => run(() => call(api(cmd), "GET", `/accounts/${encodeURIComponent(id)}`)));
-
-  account
-    .command("delete <id>")
-    .description("delete a connected account (refused while sources bind it)")
-    .action((id: string, _opts: unknown, cmd: Command) =>
-      run(async () => {
-        await call(api(cmd), "DELETE", `/accounts/${encodeURIComponent(id)}`);
-        return { deleted: id };
-      }),
-    );
+  withConnection(
+    account.command("delete <id>").description("delete a connected account (DELETE /v1/accounts/{id}); refused while sources bind it"),
+  ).action(
+    action(async ({ out, client }, id: string) => {
+      await client().request("DELETE", `/accounts/${encodeURIComponent(id)}`, { missingRoute: olderServer("DELETE /v1/accounts") });
+      if (out.json) return out.document({ deleted: id });
+      out.line(`Deleted account ${out.c.bold(id)}`);
+    }),
+  );
 }

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { openEventStore } from "../store/open.js";
+import { operatorModules } from "./operatorModules.js";
 import { loadConfig } from "../config.js";
-import { failWith, printJson } from "./output.js";
+import { announceNewDataDir, failWith, printJson } from "./output.js";
 
 import { historyStreams } from "../../commands/streams.js";
 import { DomainError } from "../../commands/decider.js";
@@ -13,7 +13,9 @@ export function auditCommand(program: Command): void {
     .action(async (resourceId: string) => {
       const stream = historyStreams(resourceId)?.[0];
       if (!stream) failWith(new DomainError("usage", `"${resourceId}" is not a resource id (u_, o_, k_, sc_, dc_, wh_, p_, sub_, apn_)`));
-      const store = await openEventStore(loadConfig().eventStore);
+      const config = loadConfig();
+      announceNewDataDir(config);
+      const store = await (await operatorModules()).openEventStore(config.eventStore);
       try {
         const events = await store.readStream(stream);
         if (events.length === 0) failWith(new DomainError("not_found", `no history for ${resourceId}`));

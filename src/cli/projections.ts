@@ -1,12 +1,8 @@
 import type { Command } from "commander";
-import { openEventStore } from "../store/open.js";
 import { loadConfig } from "../config.js";
-import { openReadModels } from "../readModels/database.js";
-import { rebuildProjections } from "../projector/projector.js";
-import { allProjections } from "../../projections/index.js";
-import { readModelsFile } from "../node.js";
-import { DataDirLock } from "../dataDir.js";
-import { failWith, printJson } from "./output.js";
+import type { DataDirLock } from "../dataDir.js";
+import { operatorModules } from "./operatorModules.js";
+import { announceNewDataDir, failWith, printJson } from "./output.js";
 
 export function projectionsCommands(program: Command): void {
   const projections = program.command("projections").description("read models");
@@ -15,6 +11,8 @@ export function projectionsCommands(program: Command): void {
     .description("drop every read model of this data directory and rebuild it from the log")
     .action(async () => {
       const config = loadConfig();
+      announceNewDataDir(config, "always");
+      const { DataDirLock, openEventStore, openReadModels, readModelsFile, rebuildProjections, allProjections } = await operatorModules();
       // A running node holds the directory: rebuilding its read models under it would corrupt them.
       let lock: DataDirLock;
       try {

@@ -7,6 +7,7 @@ import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import zlib from "node:zlib";
+import { LRUCache } from "lru-cache";
 import { classifyAddress, isIpLiteral, stripBrackets } from "./addressPolicy.js";
 
 export type OutboundErrorCode =
@@ -35,6 +36,11 @@ export interface OutboundRequest {
   readonly maxRedirects?: number;
   /** Decode gzip / deflate / br bodies (default true). */
   readonly decompress?: boolean;
+  /**
+   * Reuse connections (keep-alive), pooled per checked address: a connection is only ever reused
+   * for the address it was opened to, so DNS answers that change get new connections.
+   */
+  readonly keepAlive?: boolean;
   readonly signal?: AbortSignal;
 }
 
@@ -121,6 +127,21 @@ function parseUrl(url: string | URL): URL {
   }
   if (!parsed.hostname) throw new OutboundError("INVALID_URL", "URL has no hostname");
   return parsed;
+}
+
+/** Keep-alive agents, one per (scheme, checked address, port, server name); the least used are closed. */
+const agents = new LRUCache<string, http.Agent>({ max: 1000, dispose: (agent) => agent.destroy() });
+
+function pooledAgent(protocol: string, address: string, port: string, servername: string): http.Agent {
+  const key = `${protocol}//${address}:${port}/${servername}`;
+  let agent = agents.get(key);
+  if (!agent) {
+    // Idle sockets close before a typical server's keep-alive timeout (5 s in Node), so a reused one is rarely already closed.
+    const options = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 4_000 };
+    agent = protocol === "https:" ? new https.Agent(options) : new http.Agent(options);
+    agents.set(key, agent);
+  }
+  return agent;
 }
 
 /** Sends one HTTP request under the address policy, following redirects. */
@@ -224,7 +245,7 @@ async function sendOnce(
         method,
         headers: outHeaders,
         lookup: pinnedLookup,
-        agent: false,
+        agent: req.keepAlive ? pooledAgent(url.protocol, target.address, url.port, url.hostname) : false,
         servername: isIpLiteral(url.hostname) ? undefined : url.hostname,
         auth: url.username ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
       },

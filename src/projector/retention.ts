@@ -22,33 +22,48 @@ export class Retention {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> = Promise.resolve();
   #unsubscribe: (() => void) | undefined;
+  #stopped = false;
 
   constructor(
     private readonly store: EventStore,
     private readonly projector: Projector,
     private readonly readModels: {
-      events: Pick<EmittedEventsReadModel, "oldestKeptRevision">;
-      runLogs: Pick<RunLogsReadModel, "oldestKeptRevision">;
+      events: Pick<EmittedEventsReadModel, "oldestKeptRevision" | "fullEmitters">;
+      runLogs: Pick<RunLogsReadModel, "oldestKeptRevision" | "fullSources">;
     },
+    /** How far the router has turned the log into deliveries: nothing past it is dropped. */
+    private readonly routedUpTo: () => Promise<number>,
     private readonly intervalMs = 1000,
   ) {}
 
   start(): void {
+    // What a previous run left for later (the router had not passed it yet) is looked at again.
+    for (const emitterId of this.readModels.events.fullEmitters(KEPT_EVENTS)) this.#mark({ kind: "events", emitterId });
+    for (const emitterId of this.readModels.runLogs.fullSources(KEPT_RUN_LOGS)) this.#mark({ kind: "logs", emitterId });
+    this.#again();
     this.#unsubscribe = this.projector.onApplied((events) => {
       for (const event of events) {
         if (event.type === "EventEmitted") this.#mark({ kind: "events", emitterId: (event.data as EventEmitted["data"]).emitterId });
         else if (event.type === "RunLogged") this.#mark({ kind: "logs", emitterId: (event.data as RunLogged["data"]).sourceId });
       }
-      if (this.#pending.size > 0 && !this.#timer) {
-        this.#timer = setTimeout(() => {
-          this.#timer = undefined;
-          this.#running = this.#running.then(() => this.#sweep()).catch((error) => console.error("retention:", error));
-        }, this.intervalMs);
-      }
+      this.#again();
     });
   }
 
+  /** A sweep soon, if anything waits for one. */
+  #again(): void {
+    if (this.#stopped || this.#pending.size === 0 || this.#timer) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#running = this.#running
+        .then(() => this.#sweep())
+        .catch((error) => console.error("retention:", error))
+        .finally(() => this.#again());
+    }, this.intervalMs);
+  }
+
   async stop(): Promise<void> {
+    this.#stopped = true;
     this.#unsubscribe?.();
     if (this.#timer) clearTimeout(this.#timer);
     await this.#running;
@@ -61,12 +76,19 @@ export class Retention {
   async #sweep(): Promise<void> {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
+    const routed = await this.routedUpTo();
     for (const { kind, emitterId } of pending) {
       const [stream, before] =
         kind === "events"
           ? [streams.emitter(emitterId), withLimit(this.readModels.events.oldestKeptRevision(emitterId), KEPT_EVENTS)]
           : [streams.runLogs(emitterId), withLimit(this.readModels.runLogs.oldestKeptRevision(emitterId), KEPT_RUN_LOGS)];
       if (before === undefined || before <= (this.#truncated.get(stream) ?? 0)) continue;
+      // Subscribers get every event: the router must have passed what is dropped (else try again later).
+      const [newestDropped] = await this.store.readStream(stream, { fromRevision: before - 1, maxCount: 1 });
+      if (newestDropped && newestDropped.position > routed) {
+        this.#mark({ kind, emitterId });
+        continue;
+      }
       await this.store.truncateBefore(stream, before);
       this.#truncated.set(stream, before);
     }

@@ -42,15 +42,32 @@ export class EmittedEventsReadModel {
   constructor(private readonly db: Database) {}
 
   /** Kept events that are not deleted, newest first, optionally of one channel. */
-  events(emitterId: string, page: PageRequest, channel?: string): Page<EmittedEvent> {
-    const where = channel === undefined ? "emitter_id = ? AND deleted = 0" : "emitter_id = ? AND deleted = 0 AND channel = ?";
-    const params = channel === undefined ? [emitterId] : [emitterId, channel];
+  /** An emitter's kept events, newest first: every channel, one `channel`, or every channel but `except` (a workflow's emits without its $errors). */
+  events(emitterId: string, page: PageRequest, channel?: string, except?: string): Page<EmittedEvent> {
+    let where = "emitter_id = ? AND deleted = 0";
+    const params: string[] = [emitterId];
+    if (channel !== undefined) {
+      where += " AND channel = ?";
+      params.push(channel);
+    } else if (except !== undefined) {
+      where += " AND channel <> ?";
+      params.push(except);
+    }
     // At most 100 rows per emitter are kept, so counting them stays cheap.
     const total = statement<unknown[], { n: number }>(this.db, `SELECT COUNT(*) AS n FROM emitted_events WHERE ${where}`).get(...params)!.n;
     return mapPage(
       keysetPage<EmittedEventRow>(this.db, { from: "emitted_events", where, params, order: "desc", total }, page),
       toEmittedEvent,
     );
+  }
+
+  /** One kept event (deleted ones too: a re-send may still want it). */
+  event(emitterId: string, id: string): EmittedEvent | undefined {
+    const row = statement<[string, string], EmittedEventRow>(this.db, "SELECT * FROM emitted_events WHERE emitter_id = ? AND id = ?").get(
+      emitterId,
+      id,
+    );
+    return row && toEmittedEvent(row);
   }
 
   /** Kept events after a log position, oldest first, optionally one channel: SSE catch-up. */
@@ -76,6 +93,16 @@ export class EmittedEventsReadModel {
       this.db,
       "SELECT COALESCE(MAX(seq), 0) AS seq FROM emitted_events WHERE emitter_id = ? AND (ms < ? OR (ms = ? AND n <= ?))",
     ).get(emitterId, id.ms, id.ms, id.seq)!.seq;
+  }
+
+  /** Emitters whose window is full: the only ones whose log may hold more than the window. */
+  fullEmitters(window: number): string[] {
+    return statement<[number], { emitter_id: string }>(
+      this.db,
+      "SELECT emitter_id FROM emitted_events GROUP BY emitter_id HAVING COUNT(*) >= ?",
+    )
+      .all(window)
+      .map((r) => r.emitter_id);
   }
 
   /** The oldest kept event's stream revision: log retention may truncate before it. */

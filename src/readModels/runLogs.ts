@@ -44,6 +44,14 @@ export class RunLogsReadModel {
     );
   }
 
+  log(sourceId: string, invocationId: string): RunLog | undefined {
+    const row = statement<[string, string], RunLogRow>(this.db, "SELECT * FROM source_logs WHERE source_id = ? AND invocation_id = ?").get(
+      sourceId,
+      invocationId,
+    );
+    return row && toRunLog(row);
+  }
+
   /** Kept run logs after a log position, oldest first: $logs SSE catch-up. */
   logsAfter(sourceId: string, afterSeq: number, limit: number): RunLog[] {
     return statement<[string, number, number], RunLogRow>(
@@ -62,6 +70,13 @@ export class RunLogsReadModel {
         invocationId,
       )?.seq ?? 0
     );
+  }
+
+  /** Sources whose window of run logs is full. */
+  fullSources(window: number): string[] {
+    return statement<[number], { source_id: string }>(this.db, "SELECT source_id FROM source_logs GROUP BY source_id HAVING COUNT(*) >= ?")
+      .all(window)
+      .map((r) => r.source_id);
   }
 
   oldestKeptRevision(sourceId: string): { revision: number; count: number } | undefined {

@@ -17,10 +17,12 @@ export const INVOCATION_PARTITIONS = 16;
 export interface InvocationMessage {
   readonly invocationId: string;
   readonly sourceId: string;
-  readonly trigger: Extract<RunTrigger, "http" | "timer" | "manual">;
+  readonly trigger: Extract<RunTrigger, "http" | "timer" | "manual" | "subscription">;
   readonly event: unknown;
   /** Log position the submitting node had projected: the runner's read models wait for it. */
   readonly minPosition: number;
+  /** Emitters the triggering event passed through (invocations made by subscriptions). */
+  readonly chain?: readonly string[];
   readonly enqueuedMs: number;
 }
 
@@ -187,6 +189,7 @@ async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessag
     invocationId: message.invocationId,
     trigger: message.trigger,
     event: message.event,
+    ...(message.chain ? { chain: message.chain } : {}),
   });
   if (result.duplicate) return { status: "duplicate" };
   const { outcome } = result;

@@ -24,6 +24,8 @@ export interface RunRequest {
   readonly invocationId: string;
   readonly trigger: RunTrigger;
   readonly event?: unknown;
+  /** The triggering event's chain of emitters: the events this run emits carry it on. */
+  readonly chain?: readonly string[];
 }
 
 export interface RunResult {
@@ -144,6 +146,7 @@ export class SourceRunner {
         dbChanged: outcome.dbChanged,
         startedMs,
         nowMs: this.clock.now(),
+        ...(request.chain ? { chain: request.chain } : {}),
       },
       {
         ...(loaded ? { loaded } : {}),

@@ -157,7 +157,8 @@ export function checkConfiguredProps(
     const isArray = prop.type.endsWith("[]");
     const base = isArray ? prop.type.slice(0, -2) : prop.type;
     const sealsValue = base === "app" || prop.secret;
-    const keepPrevious = (v: unknown, old: unknown) => sealsValue && v === REDACTED && isSealed(old);
+    // A sealed value is kept when sent back redacted, or when it is the stored value itself (PUT without configured_props).
+    const keepPrevious = (v: unknown, old: unknown) => sealsValue && isSealed(old) && (v === REDACTED || v === old);
     // An account binding is a reference, stored as given; inline credentials are sealed.
     const seal = (v: unknown) => (sealsValue && !(base === "app" && isAccountBinding(v)) ? sealer.seal(v) : v);
     if (isArray) {
@@ -177,6 +178,21 @@ export function checkConfiguredProps(
     if (checkScalar(prop, base, value, path(prop.name), problems)) stored[prop.name] = seal(value);
   }
   return { stored, problems };
+}
+
+/** A timer value on its own (a workflow's timer trigger), its problems' paths under `where`. */
+export function checkTimerValue(
+  value: unknown,
+  rules: PropRules,
+  where: string,
+): { timer: TimerValue | undefined; problems: ErrorDetail[] } {
+  const problems: ErrorDetail[] = [];
+  const timer = checkTimer("timer", value, rules, problems);
+  const renamed = problems.map((p) => ({
+    path: p.path.replace(/^configured_props\.timer(\.intervalSeconds)?/, where),
+    message: p.message,
+  }));
+  return { timer, problems: renamed };
 }
 
 /** Configured values as user code sees them: sealed values opened. */

@@ -141,6 +141,47 @@ export default { ...base, key: "widget-new-widget", name: "New widget", version:
     expect(events.body.data[0].event).to.deep.equal({ tag: "<widget>", size: 3, body: "hi" });
   });
 
+  it("deploys and updates a source from uploaded files (component_files on POST and PUT /v1/sources)", async () => {
+    const files = (greeting: string) => ({
+      "lib/greet.js": `export const greet = (x) => ${JSON.stringify(greeting)} + x;`,
+      "src/source.mjs": `import { greet } from "../lib/greet";
+export default { name: "Uploaded greeter", version: "0.0.1", props: { who: { type: "string" } },
+  async run() { this.$emit({ said: greet(this.who) }); } };`,
+    });
+    const created = await admin.post("/v1/sources", {
+      component_files: files("hello "),
+      component_entry: "src/source.mjs",
+      configured_props: { who: "ann" },
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    const id = created.body.data.id as string;
+    expect((await admin.post(`/v1/sources/${id}/run`, {})).body.data.ok).to.equal(true);
+    const updated = await admin.put(`/v1/sources/${id}`, { component_files: files("bye "), component_entry: "src/source.mjs" });
+    expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+    expect(updated.body.data.component_id).to.not.equal(created.body.data.component_id);
+    expect((await admin.post(`/v1/sources/${id}/run`, {})).body.data.ok).to.equal(true);
+    const events = await admin.get(`/v1/sources/${id}/event_summaries?expand=event`);
+    expect(events.body.data.map((e: any) => e.event.said)).to.deep.equal(["bye ann", "hello ann"]);
+    const noEntry = await admin.post("/v1/sources", { component_files: files("x") });
+    expect(noEntry.status).to.equal(400);
+    expect(noEntry.body.details[0].path).to.equal("body.component_entry");
+  });
+
+  it("a PUT without configured_props (pause, resume, rename) keeps sealed secret and app props", async () => {
+    const created = await admin.post("/v1/sources", {
+      component_code: code("Sealed keeper").replace('key: "my-counter"', 'key: "sealed-keeper"'),
+      configured_props: { count: 2, token: "s3cret" },
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    const id = created.body.data.id as string;
+    const paused = await admin.put(`/v1/sources/${id}`, { active: false });
+    expect(paused.status, JSON.stringify(paused.body)).to.equal(200);
+    expect(paused.body.data).to.include({ active: false });
+    const renamed = await admin.put(`/v1/sources/${id}`, { name: "Sealed keeper two" });
+    expect(renamed.status, JSON.stringify(renamed.body)).to.equal(200);
+    expect(renamed.body.data.configured_props).to.deep.include({ count: 2, token: "[redacted]" });
+  });
+
   it("refuses uploads whose entry is missing, whose paths climb out, or that import outside their files", async () => {
     const bad = [
       { component_files: { "a.js": "export default {}" }, component_entry: "b.js" },

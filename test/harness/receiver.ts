@@ -20,26 +20,36 @@ export class Receiver {
   #server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const path = req.url ?? "/";
-      this.received.push({ method: req.method ?? "", path, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
-      const route = this.routes.get(path.split("?")[0]);
-      if (route) {
-        route(req, res, Buffer.concat(chunks).toString("utf8"));
-        return;
-      }
-      const file = this.files.get(path);
-      if (file) {
-        res.writeHead(200, { "content-type": file.type ?? "text/javascript" });
-        res.end(file.body);
-        return;
-      }
-      res.writeHead(this.status, { "content-type": "application/json" });
-      res.end(this.reply);
-    });
+    req.on("end", () => void this.#answer(req, res, chunks));
   });
+
+  async #answer(req: http.IncomingMessage, res: http.ServerResponse, chunks: Buffer[]): Promise<void> {
+    // A received request counts once it was answered: a delayed one may die with the sender.
+    if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    const path = req.url ?? "/";
+    const received: Received = { method: req.method ?? "", path, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
+    this.received.push(received);
+    const route = this.routes.get(path.split("?")[0]);
+    if (route) {
+      route(req, res, received.body);
+      return;
+    }
+    const file = this.files.get(path);
+    if (file) {
+      res.writeHead(200, { "content-type": file.type ?? "text/javascript" });
+      res.end(file.body);
+      return;
+    }
+    res.writeHead(this.answer ? this.answer(received, this.received.length) : this.status, { "content-type": "application/json" });
+    res.end(this.reply);
+  }
+
   status = 200;
   reply = "{}";
+  /** Each answer waits this long (a slow receiver). */
+  delayMs = 0;
+  /** Decides each answer's status (the request and how many came so far), instead of `status`. */
+  answer: ((request: Received, count: number) => number) | undefined;
   url = "";
 
   async start(): Promise<this> {

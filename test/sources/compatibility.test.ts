@@ -358,19 +358,19 @@ describe("sources: published components deployed unchanged (compatibility)", fun
   it("accounts API and CLI: secrets never echoed, listings paginated", async () => {
     const secret = "cli-secret-" + crypto.randomBytes(4).toString("hex");
     const cli = (...args: string[]) => {
-      const r = spawnSync(process.execPath, ["--no-node-snapshot", cliEntry, "account", ...args], {
-        env: { PATH: process.env.PATH ?? "", HEADWATER_API_URL: server.url, HEADWATER_API_KEY: server.bootstrapKey },
+      const r = spawnSync(process.execPath, ["--no-node-snapshot", cliEntry, "account", ...args, "--json"], {
+        env: { PATH: process.env.PATH ?? "", HOME: server.dataDir, HEADWATER_API_URL: server.url, HEADWATER_API_KEY: server.bootstrapKey },
         encoding: "utf8",
       });
-      return { status: r.status, out: r.stdout, json: r.status === 0 ? JSON.parse(r.stdout) : JSON.parse(r.stderr) };
+      return { status: r.status, out: r.stdout, json: JSON.parse(r.status === 0 ? r.stdout : r.stderr) };
     };
     const created = cli("create", "--app", "toolbox", "--name", "from the cli", "--auth", JSON.stringify({ api_key: secret }));
     expect(created.status).to.equal(0);
     expect(created.out).to.not.include(secret);
-    expect(created.json.data).to.deep.include({ app: "toolbox", name: "from the cli", auth_fields: ["api_key"] });
-    expect(created.json.data.id).to.match(/^apn_/);
-    const got = cli("get", created.json.data.id);
-    expect(got.json.data.id).to.equal(created.json.data.id);
+    expect(created.json).to.deep.include({ app: "toolbox", name: "from the cli", auth_fields: ["api_key"] });
+    expect(created.json.id).to.match(/^apn_/);
+    const got = cli("get", created.json.id);
+    expect(got.json.id).to.equal(created.json.id);
     expect(got.out).to.not.include(secret);
     const first = cli("list", "--limit", "1");
     expect(first.json.page_info.count).to.equal(1);
@@ -380,10 +380,12 @@ describe("sources: published components deployed unchanged (compatibility)", fun
     const all = await admin.get("/v1/users/me/accounts?limit=100");
     expect(JSON.stringify(all.body)).to.not.include(secret).and.not.include(ACME_KEY);
     const bad = cli("create", "--app", "toolbox", "--auth", "not json");
-    expect(bad.status).to.equal(1);
+    expect(bad.status).to.equal(2);
     expect(bad.json.code).to.equal("usage");
-    expect(cli("delete", created.json.data.id).json).to.deep.equal({ deleted: created.json.data.id });
-    expect(cli("get", created.json.data.id).json.code).to.equal("not_found");
+    expect(cli("delete", created.json.id).json).to.deep.equal({ deleted: created.json.id });
+    const gone = cli("get", created.json.id);
+    expect(gone.status).to.equal(4);
+    expect(gone.json.code).to.equal("not_found");
   });
 
   it("fs on the run's /tmp, zlib with streams, crypto, assert, util, events, url, querystring and timers", async () => {

@@ -45,7 +45,8 @@ describe("sources: emits, dedupe and the events API (real server)", function () 
       id: outcome.emitted[0].id,
       indexed_at_ms: summary.indexed_at_ms,
       event: { hello: "world" },
-      metadata: { emit_id: null, name: "", emitter_id: id, summary: "greeting" },
+      // Issue 10: emit_id is a string on every event; without an id given, the event's own id.
+      metadata: { emit_id: outcome.emitted[0].id, name: "", emitter_id: id, summary: "greeting" },
     });
     expect(summary.id).to.match(/^\d{13}-\d+$/);
   });

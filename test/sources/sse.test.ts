@@ -260,7 +260,8 @@ describe("source SSE stream (real server, real EventSource)", function () {
       expect(got.every((m) => m.type === "message")).to.equal(true);
       expect(got[3].data.event.pad).to.have.length(5000);
       expect(got[0].data).to.deep.include({ event: { n: 1, i: 0 } });
-      expect(got[0].data.metadata).to.deep.equal({ emit_id: null, name: "", emitter_id: id, summary: "n=1.0" });
+      // Issue 10: emit_id is a string on every event; without an id given, the event's own id.
+      expect(got[0].data.metadata).to.deep.equal({ emit_id: got[0].id, name: "", emitter_id: id, summary: "n=1.0" });
     });
 
     it("sends the stream headers and frames the data on one line", async () => {

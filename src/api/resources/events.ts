@@ -3,13 +3,9 @@ import { route, type Route } from "../route.js";
 import type { ApiDeps } from "../deps.js";
 import { Data, Paged, pageBody } from "../pagination.js";
 import { visibleSource } from "./sources.js";
-import type { EmittedEvent } from "../../readModels/emittedEvents.js";
-import type { RunLog as RunLogView } from "../../readModels/runLogs.js";
+import { eventSummary, logSummary, logView } from "../../readModels/summaries.js";
 import { newId } from "../../ids.js";
 import { notFound } from "../../../commands/decider.js";
-
-/** Event data over this many bytes of JSON is shortened in listings unless expand=event. */
-export const EVENT_PREVIEW_BYTES = 1024;
 
 export const EventSummary = Type.Object(
   {
@@ -56,48 +52,6 @@ export const RunOutcome = Type.Object(
   },
   { $id: "RunOutcome" },
 );
-
-export function eventSummary(event: EmittedEvent, expand: boolean) {
-  let data = event.event;
-  if (!expand && event.eventBytes > EVENT_PREVIEW_BYTES) {
-    // A documented, valid-JSON shortening: the first 1 KB of the event's JSON text, and its full size.
-    const text = JSON.stringify(event.event);
-    data = {
-      $truncated: true,
-      bytes: event.eventBytes,
-      preview: Buffer.from(text, "utf8").subarray(0, EVENT_PREVIEW_BYTES).toString("utf8"),
-    };
-  }
-  return {
-    id: event.id,
-    indexed_at_ms: event.indexedAtMs,
-    event: data,
-    metadata: { emit_id: event.emitId, name: event.channel, emitter_id: event.emitterId, summary: event.summary },
-  };
-}
-
-export function logView(log: RunLogView) {
-  return {
-    id: log.invocationId,
-    trigger: log.trigger,
-    started_at_ms: log.startedMs,
-    ended_at_ms: log.endedMs,
-    compute_ms: log.computeMs,
-    ok: log.ok,
-    error: log.error,
-    lines: log.lines,
-  };
-}
-
-/** A run log as an item of the $logs channel (event_summaries?event_name=$logs and its SSE stream). */
-export function logSummary(log: RunLogView) {
-  return {
-    id: log.invocationId,
-    indexed_at_ms: log.endedMs,
-    event: logView(log),
-    metadata: { emit_id: null, name: "$logs", emitter_id: log.sourceId, summary: `${log.trigger} run ${log.ok ? "ok" : "failed"}` },
-  };
-}
 
 const EVENT_ID = Type.String({ pattern: "^[0-9]{1,16}-[0-9]{1,9}$" });
 const SOURCE_ID = Type.String({ maxLength: 100, description: "dc_ id" });

@@ -58,7 +58,7 @@ export function visibleSource(deps: Pick<ApiDeps, "access" | "sources">, caller:
   return deps.access.visible(caller, /^dc_[0-9a-z]+$/.test(id) ? deps.sources.source(id) : undefined, "source");
 }
 
-/** The seed's precedence: component_id, then component_code (component_url is then metadata), then component_url, then a registry key. */
+/** The seed's precedence: component_id, then component_code or component_files (component_url is then metadata), then component_url, then a registry key. */
 async function resolveComponent(
   deps: SourceDeps,
   caller: Caller,

@@ -1,0 +1,322 @@
+// The delivery worker (dispatcher role): consumes the deliveries topic keyed by listener id, so one
+// listener's deliveries go out one at a time in order while other listeners go on.
+// - A webhook that answers gets each delivery at once; its attempts are recorded in its
+//   deliveries stream. Once it fails (or is slow), it and everything after it wait in that stream,
+//   and the head is retried on a backoff schedule: the bus is never held for a dead receiver, and
+//   the schedule survives restarts (the sweeper kicks listeners whose head is due).
+// - A source or workflow listener gets each event as an invocation of its run (an id derived from
+//   the delivery, so a copy runs once); an event that comes round a cycle is stopped and logged.
+import { LRUCache } from "lru-cache";
+import type { Bus, BusConsumer, BusRecord } from "../bus/bus.js";
+import { WrongExpectedRevisionError, type EventStore } from "../store/eventStore.js";
+import { streams } from "../../commands/streams.js";
+import {
+  dropQueue,
+  emptyDeliveries,
+  evolveDeliveries,
+  foldDeliveries,
+  givenUp,
+  plan,
+  recordTurn,
+  type AttemptResult,
+  type Delivery,
+  type DeliveryEvent,
+  type ListenerDeliveries,
+  type RetryPolicy,
+} from "../../commands/deliveries/delivery.js";
+import { listenerKindOf } from "../../commands/subscriptions/subscription.js";
+import type { RunLogStore } from "../../commands/runLogs/runLogStore.js";
+import { skippedRunLogged } from "../../commands/runLogs/runLog.js";
+import type { WebhooksReadModel, Webhook } from "../readModels/webhooks.js";
+import type { DeliveriesReadModel } from "../readModels/deliveries.js";
+import type { SourcesReadModel } from "../readModels/sources.js";
+import type { Webhooks } from "../subscriptions/webhooks.js";
+import type { InvocationQueue } from "../runner/invocations.js";
+import type { WorkflowRunQueue } from "../workflows/runner.js";
+import type { WorkflowsReadModel } from "../readModels/workflows.js";
+import type { Clock } from "../ids.js";
+import { DELIVERIES_TOPIC, kickMessage, readDeliveryMessage } from "./messages.js";
+import { sendToWebhook, type SendOptions } from "./webhookSender.js";
+
+/** Longest chain of sources an event may travel before it is stopped. */
+export const MAX_CHAIN = 16;
+
+export interface DeliveryWorkerDeps {
+  readonly bus: Bus;
+  readonly store: EventStore;
+  readonly clock: Clock;
+  readonly webhooks: WebhooksReadModel;
+  readonly webhookService: Pick<Webhooks, "disable" | "signingSecrets">;
+  readonly deliveries: DeliveriesReadModel;
+  readonly sources: SourcesReadModel;
+  readonly invocations: InvocationQueue;
+  readonly workflows: WorkflowsReadModel;
+  readonly workflowRuns: WorkflowRunQueue;
+  readonly runLogs: RunLogStore;
+  readonly projectorPosition: () => number;
+  readonly policy: RetryPolicy;
+  readonly send: SendOptions;
+  /** An attempt slower than this sends the listener to its queue (default 5 s). */
+  readonly slowMs?: number;
+  /** How often the sweeper looks for queues whose head is due (default 5 s). */
+  readonly sweepMs?: number;
+  /** Webhook requests in flight on this node at once (default 256). */
+  readonly maxConcurrentSends?: number;
+  readonly log?: (message: string, error?: unknown) => void;
+}
+
+interface Cached {
+  state: ListenerDeliveries;
+  revision: number | undefined;
+}
+
+/** A turn drains a listener's due queue for at most this long, then kicks itself to go on. */
+const TURN_BUDGET_MS = 2_000;
+
+export class DeliveryWorker {
+  readonly #cache = new LRUCache<string, Cached>({ max: 10_000 });
+  readonly #kicks = new Map<string, NodeJS.Timeout>();
+  #consumer: BusConsumer | undefined;
+  #sweeper: NodeJS.Timeout | undefined;
+  #sending = 0;
+  readonly #sendWaiters: (() => void)[] = [];
+  #stopped = false;
+
+  constructor(private readonly deps: DeliveryWorkerDeps) {}
+
+  async start(): Promise<void> {
+    this.#consumer = await this.deps.bus.consume({
+      groupId: "headwater.dispatchers",
+      topics: [DELIVERIES_TOPIC],
+      keyed: { handler: (records) => this.#handle(records) },
+    });
+    const sweepMs = this.deps.sweepMs ?? 5_000;
+    this.#sweeper = setInterval(() => void this.#sweep().catch((error) => this.#log("delivery: sweeping queues failed", error)), sweepMs);
+    this.#sweeper.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#sweeper) clearInterval(this.#sweeper);
+    for (const timer of this.#kicks.values()) clearTimeout(timer);
+    this.#kicks.clear();
+    await this.#consumer?.stop();
+  }
+
+  /** Every waiting record of one listener, in order. */
+  async #handle(records: readonly BusRecord[]): Promise<void> {
+    const listenerId = records[0].key;
+    const deliveries: Delivery[] = [];
+    for (const record of records) {
+      const message = readDeliveryMessage(record);
+      if (!message) this.#log(`delivery: skipped an unreadable message at ${record.topic}[${record.partition}]@${record.offset}`);
+      else if (message.kind === "delivery") deliveries.push(message.delivery);
+    }
+    switch (listenerKindOf(listenerId)) {
+      case "webhook":
+        return this.#webhookTurn(listenerId, deliveries);
+      case "source":
+      case "workflow":
+        return this.#toRun(listenerId, deliveries);
+      default:
+        return;
+    }
+  }
+
+  /** Each delivery as a run of the listening source or workflow. */
+  async #toRun(listenerId: string, deliveries: readonly Delivery[]): Promise<void> {
+    const isWorkflow = listenerKindOf(listenerId) === "workflow";
+    const listener = isWorkflow ? this.deps.workflows.workflow(listenerId) : this.deps.sources.source(listenerId);
+    if (!listener) return;
+    for (const delivery of deliveries) {
+      const chain = [...delivery.chain, delivery.emitterId];
+      const invocationId = `inv_${delivery.id.slice("msg_".length)}`;
+      if (chain.includes(listenerId) || chain.length > MAX_CHAIN) {
+        // Said in the listener's logs; the event stops here.
+        const path = [...chain, listenerId].join(" → ");
+        const detail = chain.includes(listenerId) ? `cycle ${path}` : `the chain ${path} is longer than ${MAX_CHAIN} emitters`;
+        await this.deps.runLogs.append(
+          skippedRunLogged({
+            sourceId: listenerId,
+            userId: listener.creatorId,
+            invocationId,
+            trigger: "subscription",
+            nowMs: this.deps.clock.now(),
+            reason: "cycle",
+            detail,
+          }),
+        );
+        continue;
+      }
+      const payload = delivery.payload as { event?: unknown };
+      const run = {
+        invocationId,
+        trigger: "subscription" as const,
+        event: payload?.event ?? null,
+        chain,
+        minPosition: this.deps.projectorPosition(),
+        enqueuedMs: this.deps.clock.now(),
+      };
+      if (isWorkflow) await this.deps.workflowRuns.submit({ ...run, workflowId: listenerId });
+      else await this.deps.invocations.submit({ ...run, sourceId: listenerId });
+    }
+  }
+
+  async #webhookTurn(listenerId: string, incoming: readonly Delivery[]): Promise<void> {
+    const webhook = this.deps.webhooks.webhook(listenerId);
+    // Deleted, paused or disabled: nothing goes out (the router stops routing to it too).
+    if (!webhook || webhook.status !== "active") return;
+    let current = await this.#load(listenerId);
+    const { send, queue } = plan(current.state, incoming);
+    const attempts: (AttemptResult & { delivery: Delivery })[] = [];
+    const sent = new Set<string>();
+    let healthy = true;
+    // Order holds per (emitter, listener): each emitter's deliveries go out one after another, emitters side by side.
+    const lanes = new Map<string, Delivery[]>();
+    for (const delivery of send) lanes.set(delivery.emitterId, [...(lanes.get(delivery.emitterId) ?? []), delivery]);
+    await Promise.all(
+      [...lanes.values()].map(async (lane) => {
+        for (const delivery of lane) {
+          if (!healthy) return;
+          const result = await this.#attempt(webhook, delivery);
+          attempts.push({ ...result, delivery });
+          sent.add(delivery.id);
+          if (!result.ok || result.latencyMs > (this.deps.slowMs ?? 5_000)) healthy = false;
+        }
+      }),
+    );
+    // What was not sent (behind a failure, in order) waits in the queue.
+    const unsent: Delivery[] = [...queue, ...send.filter((d) => !sent.has(d.id))];
+    current = await this.#record(listenerId, current, (state) =>
+      recordTurn(state, { listenerId, attempts, unsent, now: this.deps.clock.now(), random: Math.random() }, this.deps.policy),
+    );
+    current = await this.#drain(webhook, current);
+    await this.#giveUpIfLong(webhook, current);
+  }
+
+  /** Retries the queue's head while it is due and answered, within the turn's budget. */
+  async #drain(webhook: Webhook, current: Cached): Promise<Cached> {
+    const listenerId = webhook.id;
+    const until = this.deps.clock.now() + TURN_BUDGET_MS;
+    for (;;) {
+      const head = current.state.queue[0];
+      const now = this.deps.clock.now();
+      if (!head || head.nextAttemptAt > now || this.#stopped) break;
+      if (now > until) {
+        this.#kickAt(listenerId, now);
+        return current;
+      }
+      const result = await this.#attempt(webhook, head.delivery);
+      current = await this.#record(listenerId, current, (state) =>
+        recordTurn(
+          state,
+          { listenerId, attempts: [{ ...result, delivery: head.delivery }], unsent: [], now: this.deps.clock.now(), random: Math.random() },
+          this.deps.policy,
+        ),
+      );
+      if (!result.ok) break;
+    }
+    const head = current.state.queue[0];
+    if (head) this.#kickAt(listenerId, head.nextAttemptAt);
+    return current;
+  }
+
+  /** A webhook failing without a success for the policy's limit is disabled, and what waits for it is dropped with the reason. */
+  async #giveUpIfLong(webhook: Webhook, current: Cached): Promise<void> {
+    const now = this.deps.clock.now();
+    if (!givenUp(current.state, now, this.deps.policy)) return;
+    const hours = ((now - current.state.failingSince!) / 3_600_000).toFixed(1);
+    const reason = `deliveries failed for ${hours} h (${current.state.consecutiveFailures} attempts in a row); resume the webhook to send again`;
+    await this.deps.webhookService.disable(webhook.id, reason, { metadata: { by: "delivery" } });
+    await this.#record(webhook.id, current, (state) => dropQueue(state, webhook.id, `webhook disabled: ${reason}`, now));
+    this.#log(`delivery: webhook ${webhook.id} disabled: ${reason}`);
+  }
+
+  async #attempt(webhook: Webhook, delivery: Delivery): Promise<AttemptResult> {
+    await this.#acquireSend();
+    try {
+      return await sendToWebhook(
+        webhook.url,
+        this.deps.webhookService.signingSecrets(webhook, this.deps.clock.now()),
+        delivery,
+        () => this.deps.clock.now(),
+        this.deps.send,
+      );
+    } finally {
+      this.#releaseSend();
+    }
+  }
+
+  /** Appends what `decide` makes of the listener's current state; another writer in between → decided again on fresh state. */
+  async #record(listenerId: string, current: Cached, decide: (state: ListenerDeliveries) => DeliveryEvent[]): Promise<Cached> {
+    for (let attempt = 0; ; attempt++) {
+      const events = decide(current.state);
+      if (events.length === 0) return current;
+      try {
+        const result = await this.deps.store.append(streams.deliveries(listenerId), events, {
+          expectedRevision: current.revision ?? "no_stream",
+        });
+        const next: Cached = { state: events.reduce(evolveDeliveries, current.state), revision: result.nextExpectedRevision };
+        this.#cache.set(listenerId, next);
+        if (next.state.queue.length === 0 && result.nextExpectedRevision >= 2_000) {
+          // Nothing waits: the stream only needs recent attempts (the read model keeps the newest 1000 for listings).
+          await this.deps.store.truncateBefore(streams.deliveries(listenerId), result.nextExpectedRevision - 1_000);
+        }
+        return next;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevisionError) || attempt >= 10) throw error;
+        this.#cache.delete(listenerId);
+        current = await this.#load(listenerId);
+      }
+    }
+  }
+
+  async #load(listenerId: string): Promise<Cached> {
+    const cached = this.#cache.get(listenerId);
+    if (cached) return cached;
+    const recorded = await this.deps.store.readStream(streams.deliveries(listenerId));
+    const loaded: Cached = {
+      state:
+        recorded.length === 0 ? emptyDeliveries : foldDeliveries(recorded.map((e) => ({ type: e.type, data: e.data }) as DeliveryEvent)),
+      revision: await this.deps.store.streamRevision(streams.deliveries(listenerId)),
+    };
+    this.#cache.set(listenerId, loaded);
+    return loaded;
+  }
+
+  /** Nudges the listener's owner (whichever node holds its partition) when its head is due. */
+  #kickAt(listenerId: string, at: number): void {
+    if (this.#stopped) return;
+    const existing = this.#kicks.get(listenerId);
+    if (existing) clearTimeout(existing);
+    const timer = setTimeout(
+      () => {
+        this.#kicks.delete(listenerId);
+        void this.deps.bus.publish(DELIVERIES_TOPIC, [kickMessage(listenerId)]).catch((error) => this.#log("delivery: kick failed", error));
+      },
+      Math.min(Math.max(0, at - this.deps.clock.now()), 60_000),
+    );
+    timer.unref();
+    this.#kicks.set(listenerId, timer);
+  }
+
+  /** Queues whose head is due get a kick: after a restart or a rebalance, nobody holds their timers. */
+  async #sweep(): Promise<void> {
+    const due = this.deps.deliveries.dueQueues(this.deps.clock.now()).filter((id) => !this.#kicks.has(id));
+    if (due.length > 0) await this.deps.bus.publish(DELIVERIES_TOPIC, due.map(kickMessage));
+  }
+
+  async #acquireSend(): Promise<void> {
+    while (this.#sending >= (this.deps.maxConcurrentSends ?? 256)) await new Promise<void>((resolve) => this.#sendWaiters.push(resolve));
+    this.#sending++;
+  }
+
+  #releaseSend(): void {
+    this.#sending--;
+    this.#sendWaiters.shift()?.();
+  }
+
+  #log(message: string, error?: unknown): void {
+    (this.deps.log ?? ((m: string, e?: unknown) => console.error(m, e ?? "")))(message, error);
+  }
+}

@@ -1,0 +1,90 @@
+import type { Database } from "better-sqlite3";
+import type { AutoSubscriptionRow, SubscriptionRow } from "../../projections/subscriptions.js";
+import { countOf, keysetPage, mapPage, type Page, type PageRequest } from "./page.js";
+import { statement } from "./statements.js";
+
+export interface Subscription {
+  readonly id: string;
+  readonly ownerId: string;
+  /** A source or workflow id, or a glob: dc_* (the owner's sources), p_* (the owner's workflows). */
+  readonly emitterId: string;
+  readonly listenerId: string;
+  /** "" for the default channel. */
+  readonly eventName: string;
+  readonly autoSubscriptionId: string | null;
+  readonly createdAt: number;
+  readonly seq: number;
+}
+
+export interface AutoSubscription {
+  readonly id: string;
+  readonly ownerId: string;
+  readonly eventName: string;
+  readonly listenerId: string;
+  readonly createdAt: number;
+  readonly seq: number;
+}
+
+const toSubscription = (r: SubscriptionRow): Subscription => ({
+  id: r.id,
+  ownerId: r.owner_id,
+  emitterId: r.emitter_id,
+  listenerId: r.listener_id,
+  eventName: r.event_name,
+  autoSubscriptionId: r.auto_subscription_id,
+  createdAt: r.created_at,
+  seq: r.seq,
+});
+const toAuto = (r: AutoSubscriptionRow): AutoSubscription => ({
+  id: r.id,
+  ownerId: r.owner_id,
+  eventName: r.event_name,
+  listenerId: r.listener_id,
+  createdAt: r.created_at,
+  seq: r.seq,
+});
+
+/** Queries over the subscriptions read model (projections/subscriptions.ts). */
+export class SubscriptionsReadModel {
+  constructor(private readonly db: Database) {}
+
+  subscription(id: string): Subscription | undefined {
+    const row = statement<[string], SubscriptionRow>(this.db, "SELECT * FROM subscriptions WHERE id = ?").get(id);
+    return row && toSubscription(row);
+  }
+
+  subscriptionsOf(ownerId: string, page: PageRequest): Page<Subscription> {
+    const rows = keysetPage<SubscriptionRow>(
+      this.db,
+      {
+        from: "subscriptions",
+        where: "owner_id = ?",
+        params: [ownerId],
+        order: "asc",
+        total: countOf(this.db, "subscription_counts", ownerId),
+      },
+      page,
+    );
+    return mapPage(rows, toSubscription);
+  }
+
+  /**
+   * The subscriptions an event of `emitterId` (of `ownerId`) on `channel` goes to: naming the
+   * emitter, or its kind's glob in the owner's subscriptions.
+   */
+  matching(emitterId: string, ownerId: string, glob: "dc_*" | "p_*", channel: string): Subscription[] {
+    return statement<[string, string, string, string, string], SubscriptionRow>(
+      this.db,
+      `SELECT * FROM subscriptions WHERE emitter_id = ? AND event_name = ?
+       UNION ALL SELECT * FROM subscriptions WHERE emitter_id = ? AND owner_id = ? AND event_name = ?`,
+    )
+      .all(emitterId, channel, glob, ownerId, channel)
+      .map(toSubscription);
+  }
+
+  autoSubscriptionsOf(ownerId: string): AutoSubscription[] {
+    return statement<[string], AutoSubscriptionRow>(this.db, "SELECT * FROM auto_subscriptions WHERE owner_id = ? ORDER BY seq")
+      .all(ownerId)
+      .map(toAuto);
+  }
+}

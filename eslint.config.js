@@ -101,7 +101,7 @@ export default tseslint.config(
   ),
   restrict(
     ["src/store/**/*.ts", "src/bus/**/*.ts", "src/net/**/*.ts", "src/json/**/*.ts", "src/runtime/**/*.ts"],
-    "(^|/)(commands|projections)/|(^|\\.\\./)(api|runner|sources|components|scheduler|delivery|workflows|accounts)/",
+    "(^|/)(commands|projections)/|(^|\\.\\./)(api|runner|sources|components|scheduler|delivery|workflows|accounts|connectedAccounts)/",
     "ports and adapters know nothing of the domain or the application above them",
   ),
   restrict(

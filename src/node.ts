@@ -14,6 +14,8 @@ import { SourcesReadModel } from "./readModels/sources.js";
 import { ComponentsReadModel } from "./readModels/components.js";
 import { EmittedEventsReadModel } from "./readModels/emittedEvents.js";
 import { RunLogsReadModel } from "./readModels/runLogs.js";
+import { ConnectedAccountsReadModel } from "./readModels/connectedAccounts.js";
+import { ConnectedAccounts } from "./connectedAccounts/connectedAccounts.js";
 import { Accounts } from "./accounts/accounts.js";
 import { DomainError } from "../commands/decider.js";
 import { EmitterStore } from "../commands/emitters/emitterStore.js";
@@ -166,9 +168,11 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const componentsView = new ComponentsReadModel(db);
   const events = new EmittedEventsReadModel(db);
   const runLogs = new RunLogsReadModel(db);
+  const accountsOfApps = new ConnectedAccountsReadModel(db);
+  const connectedAccounts = new ConnectedAccounts(store, sealer, clock, accountsOfApps);
   const components = new ComponentCache(componentsView);
   const emitters = new EmitterStore(store);
-  const runner = new SourceRunner(emitters, new RunLogStore(store), runtime, sealer, clock);
+  const runner = new SourceRunner(emitters, new RunLogStore(store), runtime, sealer, clock, (id) => connectedAccounts.sealedAuth(id));
   const catalog = new ComponentCatalog({
     store,
     runtime,
@@ -221,6 +225,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     clock,
     rules: { minTimerSeconds: config.timerMinSeconds },
     endpointUrl,
+    accounts: connectedAccounts,
   });
   const propRules = { minTimerSeconds: config.timerMinSeconds };
   const workflowService = new WorkflowService({
@@ -231,6 +236,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     clock,
     rules: propRules,
     waitFor: (position) => projector.waitFor(position),
+    accounts: connectedAccounts,
   });
   const workflowRuns = new WorkflowRunQueue(bus, replies);
   const executeStep: StepExecutor = ({ workflow, component, props, steps, invocationId, step }) =>
@@ -270,6 +276,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     sources,
     events,
     runLogs,
+    connectedAccounts,
+    connectedAccountsView: accountsOfApps,
     components,
     catalog,
     lifecycle,
@@ -384,6 +392,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       clock,
       rules: propRules,
       execute: executeStep,
+      accountAuth: (id) => connectedAccounts.sealedAuth(id),
     });
     workflowConsumer = await startWorkflowRunner({
       bus,

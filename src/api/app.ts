@@ -13,6 +13,7 @@ import { orgRoutes } from "./resources/orgs.js";
 import { componentRoutes } from "./resources/components.js";
 import { sourceRoutes } from "./resources/sources.js";
 import { eventRoutes } from "./resources/events.js";
+import { connectedAccountRoutes } from "./resources/connectedAccounts.js";
 import { subscriptionRoutes } from "./resources/subscriptions.js";
 import { webhookRoutes } from "./resources/webhooks.js";
 import { workflowRoutes } from "./resources/workflows.js";
@@ -30,6 +31,7 @@ export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
     ...orgRoutes(deps),
     ...componentRoutes(deps),
     ...sourceRoutes(deps),
+    ...connectedAccountRoutes(deps),
     ...eventRoutes(deps),
     ...subscriptionRoutes(deps),
     ...webhookRoutes(deps),

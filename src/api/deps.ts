@@ -5,6 +5,8 @@ import type { UsageReadModel } from "../readModels/usage.js";
 import type { SourcesReadModel } from "../readModels/sources.js";
 import type { EmittedEventsReadModel } from "../readModels/emittedEvents.js";
 import type { RunLogsReadModel } from "../readModels/runLogs.js";
+import type { ConnectedAccountsReadModel } from "../readModels/connectedAccounts.js";
+import type { ConnectedAccounts } from "../connectedAccounts/connectedAccounts.js";
 import type { Accounts } from "../accounts/accounts.js";
 import type { ComponentCache } from "../components/componentCache.js";
 import type { ComponentCatalog } from "../components/catalog.js";
@@ -56,6 +58,8 @@ export interface ApiDeps {
   readonly sources: SourcesReadModel;
   readonly events: EmittedEventsReadModel;
   readonly runLogs: RunLogsReadModel;
+  readonly connectedAccounts: ConnectedAccounts;
+  readonly connectedAccountsView: ConnectedAccountsReadModel;
   readonly components: ComponentCache;
   readonly catalog: ComponentCatalog;
   readonly lifecycle: SourceLifecycle;

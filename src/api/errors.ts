@@ -24,6 +24,7 @@ export const STATUS: Record<ErrorCode, number> = {
   method_not_allowed: 405,
   name_taken: 409,
   already_exists: 409,
+  account_in_use: 409,
   data_dir_locked: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,

@@ -84,6 +84,8 @@ export class TestServer {
     return {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
+      // Where this machine keeps extra CA certificates (a proxy in front of the npm registry).
+      ...(process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {}),
       PORT: "0",
       HEADWATER_DATA_DIR: this.dataDir,
       HEADWATER_BOOTSTRAP_KEY: this.bootstrapKey,

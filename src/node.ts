@@ -52,6 +52,7 @@ import { DeliveryWorker } from "./delivery/worker.js";
 import { Resends } from "./delivery/resend.js";
 import { DELIVERIES_TOPIC, DELIVERY_PARTITIONS } from "./delivery/messages.js";
 import { routedUpTo } from "./delivery/router.js";
+import { Destinations } from "./destinations/destinations.js";
 
 export interface RunningNode {
   /** Where this process listens. */
@@ -207,6 +208,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     rules: { minTimerSeconds: config.timerMinSeconds },
     endpointUrl,
   });
+  const destinations = new Destinations(config.destinations);
+  closers.push(() => destinations.close());
   const deps: ApiDeps = {
     settings: {
       maxBodyBytes: config.maxBodyBytes,
@@ -244,6 +247,10 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     webhooksView,
     deliveriesView,
     deliveries: resends,
+    runtime,
+    sealer,
+    destinations,
+    quota,
     publicUrl: () => publicUrl,
     endpointUrl,
   };

@@ -53,6 +53,7 @@ import { Resends } from "./delivery/resend.js";
 import { DELIVERIES_TOPIC, DELIVERY_PARTITIONS } from "./delivery/messages.js";
 import { routedUpTo } from "./delivery/router.js";
 import { Destinations } from "./destinations/destinations.js";
+import { ManualActionRuns } from "./components/actionRunner.js";
 
 export interface RunningNode {
   /** Where this process listens. */
@@ -210,6 +211,16 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   });
   const destinations = new Destinations(config.destinations);
   closers.push(() => destinations.close());
+  const runLogStore = new RunLogStore(store);
+  const actionRuns = new ManualActionRuns({
+    runtime,
+    sealer,
+    destinations,
+    clock,
+    admission,
+    appendRunLog: (logged) => runLogStore.append(logged),
+    emailOf: (userId) => accountsView.user(userId)?.email || null,
+  });
   const deps: ApiDeps = {
     settings: {
       maxBodyBytes: config.maxBodyBytes,
@@ -247,10 +258,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     webhooksView,
     deliveriesView,
     deliveries: resends,
-    runtime,
-    sealer,
     destinations,
-    quota,
+    actionRuns,
     publicUrl: () => publicUrl,
     endpointUrl,
   };

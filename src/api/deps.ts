@@ -19,10 +19,8 @@ import type { SubscriptionsReadModel } from "../readModels/subscriptions.js";
 import type { WebhooksReadModel } from "../readModels/webhooks.js";
 import type { DeliveriesReadModel } from "../readModels/deliveries.js";
 import type { Resends } from "../delivery/resend.js";
-import type { ComponentRuntime } from "../runtime/componentRuntime.js";
-import type { Sealer } from "../secrets/sealer.js";
 import type { Destinations } from "../destinations/destinations.js";
-import type { QuotaGuard } from "../sources/quota.js";
+import type { ManualActionRuns } from "../components/actionRunner.js";
 
 /** Limits and settings the HTTP layer applies (from the node's config). */
 export interface ApiSettings {
@@ -69,12 +67,10 @@ export interface ApiDeps {
   readonly admission: Admission;
   readonly invocations: InvocationQueue;
   readonly projector: Pick<Projector, "position" | "waitFor" | "onApplied" | "catchUp">;
-  /** This node's sandbox (actions run by hand run here, as hooks do). */
-  readonly runtime: ComponentRuntime;
-  readonly sealer: Sealer;
   /** Performs actions' $.send.http/email/s3. */
   readonly destinations: Destinations;
-  readonly quota: QuotaGuard;
+  /** Actions run by hand (POST /components/{id}/run), in this node's sandbox as hooks are. */
+  readonly actionRuns: ManualActionRuns;
   /** Base URL of this node's public address, without /v1. */
   publicUrl(): string;
   endpointUrl(endpointId: string): string;

@@ -20,6 +20,7 @@ import { sourceCommands } from "./user/commands/sources.js";
 import { listCommands } from "./user/commands/list.js";
 import { eventCommands } from "./user/commands/events.js";
 import { routingCommands } from "./user/commands/routing.js";
+import { actionCommands } from "./user/commands/actions.js";
 
 const OPERATOR_COMMANDS = new Set(["start", "admin", "audit", "projections"]);
 
@@ -50,6 +51,7 @@ export function buildProgram(): Command {
   listCommands(program);
   eventCommands(program);
   routingCommands(program);
+  actionCommands(program);
 
   program.commandsGroup("Operator commands (this machine's data directory and log; print JSON):");
   program

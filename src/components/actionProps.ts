@@ -47,6 +47,9 @@ export async function actionProps(
     ]);
   }
   let props: readonly NormalizedProp[] = meta.props;
+  // An app prop left out runs without credentials ($auth {}), as Pipedream runs apps that need none.
+  const apps = props.filter((p) => p.type === "app" && (configured[p.name] === undefined || configured[p.name] === null));
+  if (apps.length > 0) configured = { ...configured, ...Object.fromEntries(apps.map((p) => [p.name, { $auth: {} }])) };
   if (meta.additionalProps) {
     // additionalProps() sees the component's own props, checked first; other names may be the props it adds.
     const own = new Set(props.map((p) => p.name));

@@ -125,6 +125,10 @@ export const ActionRunOutcome = Type.Object(
     emits: Type.Array(Type.Object({ event: Type.Unknown(), name: Type.Union([Type.String(), Type.Null()]) }), {
       description: "$.send.emit / $.send.sse events (a run by hand keeps none: they are shown here only)",
     }),
+    response: Type.Union(
+      [Type.Object({ status: Type.Integer(), headers: Type.Record(Type.String(), Type.Unknown()), body: Type.Unknown() }), Type.Null()],
+      { description: "what $.respond() was given (a run by hand answers no request: it is shown here only)" },
+    ),
   },
   { $id: "ActionRunOutcome" },
 );
@@ -260,6 +264,7 @@ export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "comp
               sends: ran.sends,
               exited: outcome.exited ? { reason: outcome.exited.reason ?? null } : null,
               emits: outcome.emits.map((e) => ({ event: e.event, name: e.meta.name ?? null })),
+              response: outcome.response ?? null,
             },
           },
         };

@@ -105,7 +105,9 @@ async function additionalProps(
   const all = [
     ...props.filter((p) => ownUnbindable.has(p.name)).map((p) => `props.${p.name}: the component's own ${p.name} prop cannot be redefined`),
     ...problems.map((p) => `${p.path}: ${p.message}`),
-    ...unbindable.map((p) => `props.${p.name}: additional props of type ${p.type} are not supported; declare it among the component's props`),
+    ...unbindable.map(
+      (p) => `props.${p.name}: additional props of type ${p.type} are not supported; declare it among the component's props`,
+    ),
   ];
   if (all.length > 0) throw fail(`the action's additionalProps() returned invalid props: ${all.join("; ")}`);
   return props;

@@ -87,7 +87,8 @@ export async function runAction(deps: ActionRunnerDeps, request: ActionRunReques
 /** Where a send went, for people. */
 function target(send: Send, result: SendResult): string {
   if (send.kind === "http") return `${send.method} ${send.url}`;
-  if (send.kind === "s3") return `to s3://${send.bucket}/${typeof result.detail?.["key"] === "string" ? result.detail["key"] : send.prefix}`;
+  if (send.kind === "s3")
+    return `to s3://${send.bucket}/${typeof result.detail?.["key"] === "string" ? result.detail["key"] : send.prefix}`;
   return `"${send.subject}"`;
 }
 

@@ -169,14 +169,23 @@ describe("actions run by hand (real server, SMTP, S3 and HTTP receivers)", funct
     const bad = await run(ids["sum-numbers"], { props: { numbers: [1, "x"] } });
     expect(bad.status).to.equal(200);
     expect(bad.body.data).to.deep.include({ ok: false, return_value: null, summary: null });
-    expect(bad.body.data.error).to.deep.include({ name: "ConfigurationError", code: "CONFIGURATION_ERROR", message: 'Item 1 is not a number: "x"' });
+    expect(bad.body.data.error).to.deep.include({
+      name: "ConfigurationError",
+      code: "CONFIGURATION_ERROR",
+      message: 'Item 1 is not a number: "x"',
+    });
     expect(await refused(ids["sum-numbers"], { numbers: [1], decimals: 7 })).to.deep.equal(["body.props.decimals must be at most 6"]);
   });
 
   it("an app prop with $auth, axios from @pipedream/platform, a secret prop", async () => {
     receiver.reply = JSON.stringify([{ id: 1 }, { id: 2 }]);
     const got = await ok(ids["get-json"], {
-      props: { httpkit: { $auth: { base_url: `${receiver.url}/api/`, api_key: "k-123" } }, path: "/items", query: { page: 2 }, traceId: "t-9" },
+      props: {
+        httpkit: { $auth: { base_url: `${receiver.url}/api/`, api_key: "k-123" } },
+        path: "/items",
+        query: { page: 2 },
+        traceId: "t-9",
+      },
     });
     expect(got.return_value).to.deep.equal([{ id: 1 }, { id: 2 }]);
     expect(got.summary).to.equal("Got 2 items from /items");
@@ -351,7 +360,9 @@ describe("actions run by hand (real server, SMTP, S3 and HTTP receivers)", funct
       `export default { name: "huge", version: "1", type: "action", async run({ $ }) {
         try { $.send.s3({ bucket: "archive", prefix: "", payload: "x".repeat(2 * 1024 * 1024) }); } catch (e) { return e.name + ": " + e.message; } } };`,
     );
-    expect((await ok(huge)).return_value).to.match(/^SendLimitError: \$\.send\.s3: \d+ bytes of JSON, over the limit of 524288 bytes per send$/);
+    expect((await ok(huge)).return_value).to.match(
+      /^SendLimitError: \$\.send\.s3: \d+ bytes of JSON, over the limit of 524288 bytes per send$/,
+    );
     const wrong = await saveCode(
       admin,
       `export default { name: "wrong", version: "1", type: "action", async run({ $ }) { $.send.email({ subject: { not: "text" } }); } };`,
@@ -367,7 +378,10 @@ describe("actions run by hand (real server, SMTP, S3 and HTTP receivers)", funct
     const failed = (await run(thrown)).body.data;
     expect(failed.sends).to.deep.equal([{ kind: "http", ok: false, error: "not sent: the run failed" }]);
     await new Promise((r) => setTimeout(r, 200));
-    expect(receiver.received.slice(before).filter((r) => /\/(flood|never)/.test(r.path)), "nothing was sent").to.deep.equal([]);
+    expect(
+      receiver.received.slice(before).filter((r) => /\/(flood|never)/.test(r.path)),
+      "nothing was sent",
+    ).to.deep.equal([]);
   });
 
   it("ids and keys: a source is refused, unknown and others' components are 404, registry actions run by key", async () => {
@@ -397,13 +411,21 @@ describe("actions run by hand (real server, SMTP, S3 and HTTP receivers)", funct
   });
 
   it("headwater action run: uploads a file with its imports, prints the outcome; --json; exit 1 when the action failed", async () => {
-    const env = { HOME: server.dataDir, XDG_CONFIG_HOME: path.join(server.dataDir, "cli"), HEADWATER_API_URL: server.url, HEADWATER_API_KEY: server.bootstrapKey };
+    const env = {
+      HOME: server.dataDir,
+      XDG_CONFIG_HOME: path.join(server.dataDir, "cli"),
+      HEADWATER_API_URL: server.url,
+      HEADWATER_API_KEY: server.bootstrapKey,
+    };
     const human = await cli(["action", "run", fixture("textkit", "split-text"), "--prop", "text=a,b", "--props", '{"maxParts": 5}'], env);
     expect(human.status, human.stderr).to.equal(0);
     expect(human.stdout).to.match(/^Split Text textkit-split-text@0\.2\.0 \(inv_[0-9a-z]+\): ok$/m);
     expect(human.stdout).to.match(/summary {2}Split into 2 parts/);
     expect(human.stdout).to.include('  return value\n    [\n      "a",\n      "b"\n    ]');
-    const json = await cli(["action", "run", path.join(ACTIONS, "textkit", "actions", "join-list"), "--props", '{"items":["x","y"]}', "--json"], env);
+    const json = await cli(
+      ["action", "run", path.join(ACTIONS, "textkit", "actions", "join-list"), "--props", '{"items":["x","y"]}', "--json"],
+      env,
+    );
     expect(json.status, json.stderr).to.equal(0);
     const data = JSON.parse(json.stdout);
     expect(data).to.deep.include({ ok: true, return_value: "x y", summary: null });
@@ -443,7 +465,11 @@ describe("actions run by hand without SMTP and S3 configured, private addresses 
     expect(mailed.ok).to.equal(false);
     expect(mailed.error.code).to.equal("SEND_FAILED");
     expect(mailed.sends).to.deep.equal([
-      { kind: "email", ok: false, error: "$.send.email needs an SMTP server: the operator sets HEADWATER_SMTP_URL (and HEADWATER_EMAIL_FROM)" },
+      {
+        kind: "email",
+        ok: false,
+        error: "$.send.email needs an SMTP server: the operator sets HEADWATER_SMTP_URL (and HEADWATER_EMAIL_FROM)",
+      },
     ]);
     const stored = (await admin.post(`/v1/components/${s3}/run`, { props: { bucket: "archive", payload: 1 } })).body.data;
     expect(stored.error.message).to.equal(
@@ -470,7 +496,10 @@ describe("actions run by hand without SMTP and S3 configured, private addresses 
   it("SMTP and S3 settings that only make sense together are refused at start", async () => {
     const cases: [Record<string, string>, RegExp][] = [
       [{ HEADWATER_SMTP_URL: "smtp://127.0.0.1:2525" }, /HEADWATER_EMAIL_FROM is required with HEADWATER_SMTP_URL/],
-      [{ HEADWATER_SMTP_URL: "http://mail.example.com", HEADWATER_EMAIL_FROM: "a@example.com" }, /HEADWATER_SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL/],
+      [
+        { HEADWATER_SMTP_URL: "http://mail.example.com", HEADWATER_EMAIL_FROM: "a@example.com" },
+        /HEADWATER_SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL/,
+      ],
       [{ HEADWATER_S3_ENDPOINT: "http://127.0.0.1:9000" }, /HEADWATER_S3_ACCESS_KEY_ID and HEADWATER_S3_SECRET_ACCESS_KEY are required/],
       [{ HEADWATER_EMAIL_FROM: "not an address" }, /HEADWATER_EMAIL_FROM must be an email address/],
     ];

@@ -41,7 +41,7 @@ export class SmtpTestServer {
           (mail) => {
             const headers: Record<string, string> = {};
             for (const [name, value] of mail.headers) headers[name] = typeof value === "string" ? value : JSON.stringify(value);
-            const address = (a: unknown) => (a && typeof a === "object" && "text" in a ? String((a as { text: unknown }).text) : "");
+            const address = (a: unknown) => (a && typeof a === "object" && "text" in a ? String(a.text) : "");
             this.messages.push({
               envelopeFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : "",
               envelopeTo: session.envelope.rcptTo.map((r) => r.address),

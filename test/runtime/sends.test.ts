@@ -32,7 +32,14 @@ describe("runtime: $.send.* and additionalProps", function () {
     expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
     expect(outcome.returnValue).to.equal("done");
     expect(outcome.sends).to.deep.equal([
-      { kind: "http", method: "POST", url: "https://example.com/hook", headers: { "x-n": "2" }, params: { q: "x", n: "3" }, data: { a: 1 } },
+      {
+        kind: "http",
+        method: "POST",
+        url: "https://example.com/hook",
+        headers: { "x-n": "2" },
+        params: { q: "x", n: "3" },
+        data: { a: 1 },
+      },
       { kind: "http", method: "PUT", url: "http://example.com", headers: {} },
       { kind: "email", subject: "Hi", text: "body" },
       { kind: "s3", bucket: "my-bucket", prefix: "logs/", payload: [1, 2] },
@@ -117,14 +124,29 @@ describe("runtime: $.send.* and additionalProps", function () {
     const checked = validateAdditionalProps(two.returnValue, "action");
     expect(checked.props).to.deep.equal([
       { name: "count", type: "integer", optional: false, secret: false, min: 1, max: 5 },
-      { name: "region", type: "string", label: "Region", optional: false, secret: false, options: ["eu", "us"], propDefinition: { app: "demo", name: "region" } },
+      {
+        name: "region",
+        type: "string",
+        label: "Region",
+        optional: false,
+        secret: false,
+        options: ["eu", "us"],
+        propDefinition: { app: "demo", name: "region" },
+      },
     ]);
-    expect(checked.problems).to.deep.equal([{ path: "props.broken.type", message: 'unknown prop type "nope" (app, boolean, integer, string, object, any, $.interface.http, $.interface.timer, $.service.db)' }]);
+    expect(checked.problems).to.deep.equal([
+      {
+        path: "props.broken.type",
+        message: 'unknown prop type "nope" (app, boolean, integer, string, object, any, $.interface.http, $.interface.timer, $.service.db)',
+      },
+    ]);
     // The run sees the additional props' values too.
     const ran = await runtime.invoke(invocation(prepared, { props: { kind: "two", count: 4, region: "eu" } }));
     expect(ran.returnValue).to.deep.equal(["two", 4, "eu"]);
     const throwing = await runtime.invoke(
-      invocation(await prepareCode(runtime, action("", `async additionalProps() { throw new Error("no way"); },`)), { method: "additionalProps" }),
+      invocation(await prepareCode(runtime, action("", `async additionalProps() { throw new Error("no way"); },`)), {
+        method: "additionalProps",
+      }),
     );
     expect(throwing.error?.message).to.equal("no way");
     const notObject = await runtime.invoke(

@@ -96,7 +96,12 @@ describe("runtime: trusted side against a subverted isolate", function () {
   it("$.send: keeps the valid sends before the first violation, refuses forged, oversized and extra ones", async () => {
     const good = JSON.stringify({ kind: "email", subject: "ok" });
     const cases: [string, string, string, RegExp][] = [
-      ["an object instead of JSON text", `B.send({ kind: "email" });`, "SANDBOX_CORRUPTED", /^\$\.send: the destination did not arrive as JSON text/],
+      [
+        "an object instead of JSON text",
+        `B.send({ kind: "email" });`,
+        "SANDBOX_CORRUPTED",
+        /^\$\.send: the destination did not arrive as JSON text/,
+      ],
       ["JSON text that is not JSON", `B.send('{"kind":');`, "SANDBOX_CORRUPTED", /not valid JSON text/],
       [
         "a subject with a header injected",

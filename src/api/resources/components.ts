@@ -115,7 +115,9 @@ export const ActionRunOutcome = Type.Object(
         kind: Type.String({ description: "http, email or s3" }),
         ok: Type.Boolean(),
         error: Type.Optional(Type.String()),
-        detail: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "http: status; email: messageId, recipient; s3: bucket, key" })),
+        detail: Type.Optional(
+          Type.Record(Type.String(), Type.Unknown(), { description: "http: status; email: messageId, recipient; s3: bucket, key" }),
+        ),
       }),
       { description: "one per $.send.http/email/s3 call, in order; performed only when the run succeeded" },
     ),
@@ -217,7 +219,9 @@ export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "comp
       tag: "components",
       params: { id: Type.String({ maxLength: 200, description: "sc_ id, a key of yours (org_id: of the org), or a registry key" }) },
       body: {
-        props: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "values of the action's props (and of its additionalProps)" })),
+        props: Type.Optional(
+          Type.Record(Type.String(), Type.Unknown(), { description: "values of the action's props (and of its additionalProps)" }),
+        ),
         steps: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "what run({ steps }) receives; default {}" })),
       },
       errors: ["not_found", "quota_exceeded", "backlog_full"],

@@ -169,11 +169,15 @@ export function validateDescription(described: unknown): ValidationResult {
  * What an action's additionalProps() returned (described in the isolate like props), checked with
  * the same rules as the component's own props. Problem paths are `props.<name>…`.
  */
-export function validateAdditionalProps(described: unknown, componentType: ComponentType): { problems: Problem[]; props: NormalizedProp[] } {
+export function validateAdditionalProps(
+  described: unknown,
+  componentType: ComponentType,
+): { problems: Problem[]; props: NormalizedProp[] } {
   const problems: Problem[] = [];
   const props: NormalizedProp[] = [];
   const add = (path: string, message: string) => problems.push({ path, message });
-  if (!isRec(described)) return { problems: [{ path: "props", message: "additionalProps() must return an object of prop definitions" }], props };
+  if (!isRec(described))
+    return { problems: [{ path: "props", message: "additionalProps() must return an object of prop definitions" }], props };
   for (const [name, entry] of Object.entries(described)) {
     const prop = validateProp(name, isRec(entry) ? entry : {}, componentType, add);
     if (prop) props.push(prop);

@@ -32,7 +32,8 @@ function record(kind: "http" | "email" | "s3", config: unknown): void {
   if (json.length > MAX_SEND_BYTES || (mayExceedBytes(json.length, MAX_SEND_BYTES) && utf8Bytes(json) > MAX_SEND_BYTES)) {
     throw new SendLimitError(`$.send.${kind}: ${utf8Bytes(json)} bytes of JSON, over the limit of ${MAX_SEND_BYTES} bytes per send`);
   }
-  if (deeperThan(json, MAX_JSON_DEPTH)) throw new SendLimitError(`$.send.${kind}: the value is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (deeperThan(json, MAX_JSON_DEPTH))
+    throw new SendLimitError(`$.send.${kind}: the value is nested deeper than ${MAX_JSON_DEPTH} levels`);
   s.sends++;
   host().send(json);
 }

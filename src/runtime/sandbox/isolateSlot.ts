@@ -271,7 +271,10 @@ export class IsolateSlot {
       return;
     }
     if (typeof json !== "string") {
-      rec.violate("SANDBOX_CORRUPTED", "$.send: the destination did not arrive as JSON text; built-ins may have been replaced by the component");
+      rec.violate(
+        "SANDBOX_CORRUPTED",
+        "$.send: the destination did not arrive as JSON text; built-ins may have been replaced by the component",
+      );
       return;
     }
     const bytes = json.length * 3 > MAX_SEND_BYTES ? Buffer.byteLength(json) : json.length;

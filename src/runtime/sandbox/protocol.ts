@@ -321,7 +321,7 @@ function readOutcome(v: unknown, id: number, limits: SandboxLimits): WorkerOutco
     const sends = v["sends"];
     if (!Array.isArray(sends) || sends.length > MAX_SENDS_PER_RUN || !sends.every((t) => typeof t === "string"))
       throw new ProtocolError(`sends must be at most ${MAX_SENDS_PER_RUN} strings of JSON text`, id);
-    out.sends = sends as string[];
+    out.sends = sends;
   }
   if (v["exited"] !== undefined) {
     const x = v["exited"];

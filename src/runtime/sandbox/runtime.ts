@@ -8,7 +8,15 @@ import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { JsonLimitError, MAX_ENVELOPE_DEPTH, parseJson, stringifyJson } from "../../json/bounded.js";
 import { defaultWorkerCount, resolveLimits, type RuntimeOptions, type SandboxLimits } from "../config.js";
-import { checkHeaders, checkMeta, checkStatus, MAX_HEADER_VALUE_BYTES, MAX_RESPONSE_HEADERS, MAX_SEND_BYTES, normalizeSend } from "../rules.js";
+import {
+  checkHeaders,
+  checkMeta,
+  checkStatus,
+  MAX_HEADER_VALUE_BYTES,
+  MAX_RESPONSE_HEADERS,
+  MAX_SEND_BYTES,
+  normalizeSend,
+} from "../rules.js";
 import type { Emit, HttpResponse, Invocation, InvocationCallbacks, InvocationError, InvocationOutcome, LogLine, Send } from "../types.js";
 import { MAX_DESCRIBE_CHARS } from "./isolateResults.js";
 import { preludeSource } from "./preludeBundle.js";

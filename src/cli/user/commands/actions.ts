@@ -82,7 +82,9 @@ export function actionCommands(program: Command): void {
   withConnection(
     group
       .command("run <target>")
-      .description("run an action once (a file uploaded with its relative imports, a directory's entry file, or a key) and print its outcome")
+      .description(
+        "run an action once (a file uploaded with its relative imports, a directory's entry file, or a key) and print its outcome",
+      )
       .option("--prop <key=value>", "a prop value, repeatable; the value is JSON when it parses, else text", collectProp)
       .option("--props <json>", "prop values as one JSON object (--prop values win)")
       .option("--steps <json>", "what run({ steps }) receives, as a JSON object (default {})")

@@ -28,13 +28,14 @@ export const streams = {
   account: (accountId: string) => `account-${accountId}`,
 } as const;
 
-/** What a deleted source leaves behind besides its command stream (kept for audit): all truncated. */
-export const sourceDataStreams = (sourceId: string): string[] => [
-  streams.emitter(sourceId),
-  streams.emitterDb(sourceId),
-  streams.runLogs(sourceId),
-  streams.timer(sourceId),
+/** What a deleted source or workflow leaves behind besides its command stream (kept for audit): all truncated. */
+export const emitterDataStreams = (emitterId: string): string[] => [
+  streams.emitter(emitterId),
+  streams.emitterDb(emitterId),
+  streams.runLogs(emitterId),
+  streams.timer(emitterId),
 ];
+export const sourceDataStreams = emitterDataStreams;
 
 /** The streams that tell a resource's history, by its id prefix (operator `audit`). */
 export function historyStreams(resourceId: string): string[] | undefined {

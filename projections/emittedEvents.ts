@@ -56,9 +56,9 @@ export const emittedEventsProjection: Projection = {
       PRIMARY KEY (emitter_id, id))`,
     "CREATE INDEX IF NOT EXISTS emitted_events_by_emitter ON emitted_events (emitter_id, seq)",
   ],
-  handles: new Set(["EventEmitted", "EventsDeleted", "SourceDeleted"]),
+  handles: new Set(["EventEmitted", "EventsDeleted", "SourceDeleted", "WorkflowDeleted"]),
   apply(db, recorded) {
-    if (recorded.type === "SourceDeleted") {
+    if (recorded.type === "SourceDeleted" || recorded.type === "WorkflowDeleted") {
       statement(db, "DELETE FROM emitted_events WHERE emitter_id = ?").run((recorded.data as SourceDeleted["data"]).id);
       return;
     }

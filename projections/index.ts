@@ -10,6 +10,7 @@ import { runLogsProjection } from "./runLogs.js";
 import { subscriptionsProjection } from "./subscriptions.js";
 import { webhooksProjection } from "./webhooks.js";
 import { deliveriesProjection } from "./deliveries.js";
+import { workflowsProjection } from "./workflows.js";
 
 /** Every read model a node keeps. */
 export const allProjections: readonly Projection[] = [
@@ -24,4 +25,5 @@ export const allProjections: readonly Projection[] = [
   subscriptionsProjection,
   webhooksProjection,
   deliveriesProjection,
+  workflowsProjection,
 ];

@@ -48,9 +48,9 @@ export const runLogsProjection: Projection = {
       seq INTEGER NOT NULL, stream_revision INTEGER NOT NULL, PRIMARY KEY (source_id, invocation_id))`,
     "CREATE INDEX IF NOT EXISTS source_logs_by_source ON source_logs (source_id, seq)",
   ],
-  handles: new Set(["RunLogged", "SourceDeleted"]),
+  handles: new Set(["RunLogged", "SourceDeleted", "WorkflowDeleted"]),
   apply(db, recorded) {
-    if (recorded.type === "SourceDeleted") {
+    if (recorded.type === "SourceDeleted" || recorded.type === "WorkflowDeleted") {
       statement(db, "DELETE FROM source_logs WHERE source_id = ?").run((recorded.data as SourceDeleted["data"]).id);
       return;
     }

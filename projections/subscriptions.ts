@@ -2,6 +2,7 @@ import type { Projection } from "../src/projector/projection.js";
 import type { AutoSubscriptionEvent, SubscriptionEvent } from "../commands/subscriptions/subscription.js";
 import { subscriptionId } from "../commands/subscriptions/subscription.js";
 import type { SourceDeleted, SourceDeployed } from "../commands/sources/source.js";
+import type { WorkflowDeleted, WorkflowDeployed } from "../commands/workflows/workflow.js";
 import type { WebhookDeleted } from "../commands/webhooks/webhook.js";
 import { bumpCount, countTable } from "./counts.js";
 import { statement } from "../src/readModels/statements.js";
@@ -26,7 +27,8 @@ export interface AutoSubscriptionRow {
   seq: number;
 }
 
-type Handled = SubscriptionEvent | AutoSubscriptionEvent | SourceDeployed | SourceDeleted | WebhookDeleted;
+type Handled =
+  SubscriptionEvent | AutoSubscriptionEvent | SourceDeployed | SourceDeleted | WorkflowDeployed | WorkflowDeleted | WebhookDeleted;
 
 /**
  * Subscriptions, explicit ones and those an auto-subscription makes for each source created after
@@ -57,6 +59,8 @@ export const subscriptionsProjection: Projection = {
     "AutoSubscriptionDeleted",
     "SourceDeployed",
     "SourceDeleted",
+    "WorkflowDeployed",
+    "WorkflowDeleted",
     "WebhookDeleted",
   ]),
   apply(db, recorded) {
@@ -111,8 +115,11 @@ export const subscriptionsProjection: Projection = {
       case "AutoSubscriptionDeleted":
         statement(db, "DELETE FROM auto_subscriptions WHERE id = ?").run(event.data.id);
         break;
+      case "WorkflowDeployed":
       case "SourceDeployed": {
         const d = event.data;
+        // Auto-subscriptions apply to emitters created after them: a workflow's first version only.
+        if (event.type === "WorkflowDeployed" && event.data.version !== 1) break;
         const autos = statement<[string], AutoSubscriptionRow>(db, "SELECT * FROM auto_subscriptions WHERE owner_id = ? ORDER BY seq").all(
           d.ownerId,
         );
@@ -124,11 +131,13 @@ export const subscriptionsProjection: Projection = {
             listener_id: auto.listener_id,
             event_name: auto.event_name,
             auto_subscription_id: auto.id,
-            created_at: d.at,
+            // Sources record seconds, workflows milliseconds.
+            created_at: event.type === "WorkflowDeployed" ? Math.floor(d.at / 1000) : d.at,
           });
         }
         break;
       }
+      case "WorkflowDeleted":
       case "SourceDeleted":
         removeWhere("emitter_id = ? OR listener_id = ?", event.data.id, event.data.id);
         statement(db, "DELETE FROM auto_subscriptions WHERE listener_id = ?").run(event.data.id);

@@ -8,6 +8,9 @@ export type IdPrefix = "u" | "o" | "sc" | "dc" | "p" | "wh" | "sub" | "d" | "c" 
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${body()}`;
 
+/** The path segment of an HTTP endpoint (/e/<token>): 24 characters, unguessable, kept for the emitter's life. */
+export const endpointToken = customAlphabet("0123456789abcdefghijklmnopqrstuvwxyz", 24);
+
 export interface Clock {
   /** Epoch milliseconds. */
   now(): number;

@@ -54,6 +54,9 @@ import { DELIVERIES_TOPIC, DELIVERY_PARTITIONS } from "./delivery/messages.js";
 import { routedUpTo } from "./delivery/router.js";
 import { Destinations } from "./destinations/destinations.js";
 import { ManualActionRuns } from "./components/actionRunner.js";
+import { WorkflowsReadModel } from "./readModels/workflows.js";
+import { WorkflowService } from "./workflows/service.js";
+import { WORKFLOW_RUNS_TOPIC, WorkflowRunQueue, WorkflowRunner, startWorkflowRunner, type StepExecutor } from "./workflows/runner.js";
 
 export interface RunningNode {
   /** Where this process listens. */
@@ -142,6 +145,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   await bus.ensureTopics([
     { name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS },
     { name: DELIVERIES_TOPIC, partitions: DELIVERY_PARTITIONS },
+    { name: WORKFLOW_RUNS_TOPIC, partitions: INVOCATION_PARTITIONS },
   ]);
   const replies = await openReplyChannel({ bus, nodeId });
   closers.push(() => replies.close());
@@ -195,8 +199,9 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const webhooksView = new WebhooksReadModel(db);
   const deliveriesView = new DeliveriesReadModel(db);
   const webhooks = new Webhooks(store, sealer, clock);
+  const workflowsView = new WorkflowsReadModel(db);
   /** Who owns a source, webhook or workflow a subscription names. */
-  const ownerOf = (id: string) => sources.source(id)?.ownerId ?? webhooksView.webhook(id)?.ownerId;
+  const ownerOf = (id: string) => sources.source(id)?.ownerId ?? webhooksView.webhook(id)?.ownerId ?? workflowsView.workflow(id)?.ownerId;
   const subscriptions = new Subscriptions(store, subscriptionsView, ownerOf, clock);
   const resends = new Resends({ bus, deliveries: deliveriesView, events, runLogs, clock });
   const lifecycle = new SourceLifecycle({
@@ -221,6 +226,30 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     appendRunLog: (logged) => runLogStore.append(logged),
     emailOf: (userId) => accountsView.user(userId)?.email || null,
   });
+  const propRules = { minTimerSeconds: config.timerMinSeconds };
+  const workflowService = new WorkflowService({
+    store,
+    catalog,
+    workflows: workflowsView,
+    sealer,
+    clock,
+    rules: propRules,
+    waitFor: (position) => projector.waitFor(position),
+  });
+  const workflowRuns = new WorkflowRunQueue(bus, replies);
+  const executeStep: StepExecutor = ({ workflow, component, props, steps, invocationId, step }) =>
+    runtime.invoke({
+      invocationId: `${invocationId}-${step.cellId}`,
+      ownerId: workflow.creatorId,
+      sourceId: workflow.id,
+      codeHash: component.codeHash,
+      bundleHash: component.meta.bundleHash,
+      bundle: component.meta.bundle,
+      method: "run",
+      props,
+      steps,
+      event: (steps.trigger as { event?: unknown } | undefined)?.event ?? null,
+    });
   const deps: ApiDeps = {
     settings: {
       maxBodyBytes: config.maxBodyBytes,
@@ -251,6 +280,9 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     emitters,
     admission,
     invocations,
+    workflows: workflowService,
+    workflowsView,
+    workflowRuns,
     projector,
     subscriptions,
     subscriptionsView,
@@ -318,6 +350,26 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       runsPerOwner: config.runsPerOwner,
     });
   }
+  let workflowConsumer: BusConsumer | undefined;
+  if (roles.has("runner")) {
+    const workflowRunner = new WorkflowRunner({
+      emitters,
+      runLogs: new RunLogStore(store),
+      components,
+      sealer,
+      clock,
+      rules: propRules,
+      execute: executeStep,
+    });
+    workflowConsumer = await startWorkflowRunner({
+      bus,
+      replies,
+      projector,
+      workflows: workflowsView,
+      runner: workflowRunner,
+      runsPerOwner: config.runsPerOwner,
+    });
+  }
   let router: Router | undefined;
   let deliveryWorker: DeliveryWorker | undefined;
   if (roles.has("dispatcher")) {
@@ -329,10 +381,20 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       nodeId,
       clock,
       emitterOf: (id) => {
+        if (id.startsWith("p_")) {
+          const workflow = workflowsView.workflow(id);
+          return workflow ? { ownerId: workflow.ownerId, glob: "p_*" } : undefined;
+        }
         const source = sources.source(id);
         return source ? { ownerId: source.ownerId, glob: "dc_*" } : undefined;
       },
-      listening: (id) => (id.startsWith("wh_") ? webhooksView.webhook(id)?.status === "active" : sources.source(id)?.active === true),
+      listening: (id) =>
+        id.startsWith("wh_")
+          ? webhooksView.webhook(id)?.status === "active"
+          : id.startsWith("p_")
+            ? workflowsView.workflow(id)?.active === true
+            : sources.source(id)?.active === true,
+      errorWorkflowOf: (ownerId) => workflowsView.errorWorkflowOf(ownerId)?.id,
     });
     router.start();
     deliveryWorker = new DeliveryWorker({
@@ -344,6 +406,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       deliveries: deliveriesView,
       sources,
       invocations,
+      workflows: workflowsView,
+      workflowRuns,
       runLogs: new RunLogStore(store),
       projectorPosition: () => projector.position,
       sweepMs: config.deliverySweepMs,
@@ -363,7 +427,18 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     closers.push(() => retention.stop());
   }
   if (roles.has("scheduler")) {
-    scheduler = new TimerScheduler({ timers: new TimerStore(store), emitters, sources, components, invocations, projector, quota, clock });
+    scheduler = new TimerScheduler({
+      timers: new TimerStore(store),
+      emitters,
+      sources,
+      components,
+      invocations,
+      projector,
+      quota,
+      clock,
+      workflows: workflowsView,
+      workflowRuns,
+    });
     scheduler.start();
   }
 
@@ -389,7 +464,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
         await within(new Promise<void>((resolve) => requestsDrained.add(resolve)), deadline);
       }
       // 3. Runs and deliveries in flight finish and are recorded; past the deadline they are abandoned and redone at the next start.
-      await within(Promise.all([runnerConsumer?.stop(), deliveryWorker?.stop(), router?.stop()]), deadline);
+      await within(Promise.all([runnerConsumer?.stop(), workflowConsumer?.stop(), deliveryWorker?.stop(), router?.stop()]), deadline);
       server?.closeAllConnections();
       await closed;
       for (const close of closers.reverse()) await close();

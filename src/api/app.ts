@@ -14,6 +14,7 @@ import { sourceRoutes } from "./resources/sources.js";
 import { eventRoutes } from "./resources/events.js";
 import { subscriptionRoutes } from "./resources/subscriptions.js";
 import { webhookRoutes } from "./resources/webhooks.js";
+import { workflowRoutes } from "./resources/workflows.js";
 import { sseRoutes, type SseHub } from "./sse.js";
 import { sourceEndpoints } from "./endpoints.js";
 import { RateLimiter } from "./rateLimit.js";
@@ -28,6 +29,7 @@ export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
     ...eventRoutes(deps),
     ...subscriptionRoutes(deps),
     ...webhookRoutes(deps),
+    ...workflowRoutes(deps),
     ...sseRoutes(deps, hub),
   ];
 }

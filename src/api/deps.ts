@@ -21,6 +21,9 @@ import type { DeliveriesReadModel } from "../readModels/deliveries.js";
 import type { Resends } from "../delivery/resend.js";
 import type { Destinations } from "../destinations/destinations.js";
 import type { ManualActionRuns } from "../components/actionRunner.js";
+import type { WorkflowService } from "../workflows/service.js";
+import type { WorkflowsReadModel } from "../readModels/workflows.js";
+import type { WorkflowRunQueue } from "../workflows/runner.js";
 
 /** Limits and settings the HTTP layer applies (from the node's config). */
 export interface ApiSettings {
@@ -66,6 +69,9 @@ export interface ApiDeps {
   readonly deliveries: Resends;
   readonly admission: Admission;
   readonly invocations: InvocationQueue;
+  readonly workflows: WorkflowService;
+  readonly workflowsView: WorkflowsReadModel;
+  readonly workflowRuns: WorkflowRunQueue;
   readonly projector: Pick<Projector, "position" | "waitFor" | "onApplied" | "catchUp">;
   /** Performs actions' $.send.http/email/s3. */
   readonly destinations: Destinations;

@@ -8,6 +8,7 @@ import { RateLimiter } from "./rateLimit.js";
 import type { ApiDeps } from "./deps.js";
 import type { HttpEvent, HttpResponse } from "../runtime/types.js";
 import { newId } from "../ids.js";
+import type { Workflow } from "../readModels/workflows.js";
 import { JsonLimitError, MAX_INPUT_DEPTH, parseJson } from "../json/bounded.js";
 
 /** Source endpoints live at /e/<endpoint id>[/any/sub/path], outside the authenticated API. */
@@ -114,7 +115,10 @@ function sendResponse(ctx: Context, response: HttpResponse): void {
  * events are stored, carrying what the run passed to respond().
  */
 export function sourceEndpoints(
-  deps: Pick<ApiDeps, "sources" | "components" | "admission" | "invocations" | "projector" | "clock" | "settings">,
+  deps: Pick<
+    ApiDeps,
+    "sources" | "components" | "admission" | "invocations" | "workflowsView" | "workflowRuns" | "projector" | "clock" | "settings"
+  >,
 ) {
   const options = {
     maxBodyBytes: deps.settings.endpointMaxBodyBytes,
@@ -124,6 +128,51 @@ export function sourceEndpoints(
   const perSource = new RateLimiter({ ratePerSecond: options.ratePerSecond, burst: options.burst });
   const allowCors = cors({ origin: "*", allowMethods: "GET,HEAD,PUT,POST,DELETE,PATCH,OPTIONS", maxAge: 600 });
 
+  async function readBody(ctx: Context): Promise<Buffer> {
+    try {
+      return await getRawBody(ctx.req, { limit: options.maxBodyBytes, length: ctx.request.length });
+    } catch (error) {
+      if ((error as { status?: number }).status === 413) {
+        throw new DomainError("payload_too_large", `request body is over ${options.maxBodyBytes} bytes`);
+      }
+      throw new DomainError("malformed_body", "the request body could not be read");
+    }
+  }
+
+  /** A workflow's HTTP trigger: the same request handling; the run goes to the workflow runners. */
+  async function workflowEndpoint(workflow: Workflow, subPath: string, ctx: Context): Promise<void> {
+    perSource.take(workflow.id, "to this endpoint");
+    const raw = await readBody(ctx);
+    const message = {
+      invocationId: newId("inv"),
+      workflowId: workflow.id,
+      trigger: "http" as const,
+      event: await httpEvent(ctx, raw, subPath),
+      minPosition: deps.projector.position,
+      enqueuedMs: deps.clock.now(),
+    };
+    deps.admission.admit({
+      invocationId: message.invocationId,
+      sourceId: workflow.id,
+      ownerId: workflow.creatorId,
+      bytes: Buffer.byteLength(message.event.bodyRaw) + 1024,
+    });
+    if (workflow.trigger.type !== "http" || workflow.trigger.respond !== "workflow") {
+      await deps.admission.during(message.invocationId, deps.workflowRuns.submit(message));
+      ctx.status = 200;
+      ctx.body = { success: true, invocation_id: message.invocationId };
+      return;
+    }
+    const reply = await deps.admission.during(message.invocationId, deps.workflowRuns.submitAndWait(message, deps.settings.runWaitMs));
+    if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
+    if (reply.response) return sendResponse(ctx, reply.response);
+    if (reply.status !== "done") throw new DomainError("not_found", "no active workflow at this endpoint");
+    if (!reply.ok) {
+      throw new DomainError("run_failed", `the workflow failed before it responded: ${reply.error?.message ?? "unknown error"}`);
+    }
+    ctx.status = 204; // the workflow ended without $.respond()
+  }
+
   return async function sourceEndpoint(ctx: Context, next: Next): Promise<void> {
     const match = ENDPOINT_PATH.exec(ctx.path);
     if (!match) {
@@ -132,19 +181,15 @@ export function sourceEndpoints(
     }
     await allowCors(ctx, async () => {
       const source = deps.sources.byEndpoint(match[1]);
+      if (!source) {
+        const workflow = deps.workflowsView.byEndpoint(match[1]);
+        if (workflow?.active && workflow.trigger.type === "http") return workflowEndpoint(workflow, match[2] ?? "/", ctx);
+      }
       if (!source || !source.active) throw new DomainError("not_found", "no active source at this endpoint");
 
       perSource.take(source.id, "to this endpoint");
 
-      let raw: Buffer;
-      try {
-        raw = await getRawBody(ctx.req, { limit: options.maxBodyBytes, length: ctx.request.length });
-      } catch (error) {
-        if ((error as { status?: number }).status === 413) {
-          throw new DomainError("payload_too_large", `request body is over ${options.maxBodyBytes} bytes`);
-        }
-        throw new DomainError("malformed_body", "the request body could not be read");
-      }
+      const raw = await readBody(ctx);
       const component = deps.components.get(source.componentId);
       const customResponse = component?.meta.component.props.some((p) => p.type === "$.interface.http" && p.customResponse === true);
       const message = {

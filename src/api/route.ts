@@ -5,7 +5,7 @@ import type Router from "@koa/router";
 import { Type, type Static, type TObject, type TProperties, type TSchema } from "@sinclair/typebox";
 import { invalid } from "../../commands/decider.js";
 import type { ErrorCode } from "../../commands/errors.js";
-import { bodyValidator, paramsValidator, queryValidator } from "./validation.js";
+import { bodyValidator, paramsValidator, queryValidator } from "../validation.js";
 import { pageQuery, pageRequest } from "./pagination.js";
 import type { PageRequest } from "../readModels/page.js";
 

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { Type } from "@sinclair/typebox";
-import { route, type Route } from "./route.js";
+import type { Context } from "koa";
+import { route, type Caller, type Route } from "./route.js";
 import type { ApiDeps } from "./deps.js";
 import type { RecordedEvent } from "../store/eventStore.js";
 import type { EventEmitted } from "../../commands/emitters/emitter.js";
@@ -11,6 +12,7 @@ import { runLogRow } from "../../projections/runLogs.js";
 import { toEmittedEvent } from "../readModels/emittedEvents.js";
 import { toRunLog } from "../readModels/runLogs.js";
 import { visibleSource } from "./resources/sources.js";
+import { visibleWorkflow } from "./resources/workflows.js";
 import { eventSummary, logSummary } from "../readModels/summaries.js";
 
 /** The channel name that streams run logs instead of emitted events. */
@@ -22,6 +24,7 @@ const CATCH_UP_BATCH = 50;
 
 export const sseFrame = (id: string, data: unknown): string => `id: ${id}\ndata: ${JSON.stringify(data)}\n\n`;
 const END_FRAME = `event: end\ndata: ${JSON.stringify({ reason: "source deleted" })}\n\n`;
+const WORKFLOW_END_FRAME = `event: end\ndata: ${JSON.stringify({ reason: "workflow deleted" })}\n\n`;
 const HEARTBEAT = ": heartbeat\n\n";
 const REVOKED_FRAME = `event: end\ndata: ${JSON.stringify({ reason: "access revoked" })}\n\n`;
 
@@ -135,12 +138,12 @@ export class SseHub {
           }
           this.#deliver(client, event.position, frame);
         }
-      } else if (event.type === "SourceDeleted") {
+      } else if (event.type === "SourceDeleted" || event.type === "WorkflowDeleted") {
         const id = (event.data as SourceDeleted["data"]).id;
         const clients = this.#byEmitter.get(id);
         if (!clients) continue;
         this.#byEmitter.delete(id);
-        for (const client of clients) this.#end(client.res);
+        for (const client of clients) this.#end(client.res, event.type === "WorkflowDeleted" ? WORKFLOW_END_FRAME : END_FRAME);
       }
     }
   }
@@ -189,9 +192,9 @@ export class SseHub {
   }
 
   /** Ends a stream after what it was already sent; one that never reads is dropped after the stall limit. */
-  #end(res: ServerResponse): void {
+  #end(res: ServerResponse, frame = END_FRAME): void {
     if (res.destroyed || res.writableEnded) return;
-    res.end(END_FRAME);
+    res.end(frame);
     const timer = setTimeout(() => res.destroy(), STALLED_HEARTBEATS * this.heartbeatMs);
     timer.unref();
     res.once("close", () => clearTimeout(timer));
@@ -211,8 +214,51 @@ export class SseHub {
   }
 }
 
+/** Opens a stream on one emitter (a source or a workflow): catch-up from Last-Event-ID, then live frames. */
+function openStream(
+  deps: Pick<ApiDeps, "access" | "events" | "runLogs" | "accountsView" | "projector">,
+  hub: SseHub,
+  caller: Caller,
+  emitter: { id: string; ownerId: string },
+  channel: string | undefined,
+  ctx: Context,
+): void {
+  const lastEventId = ctx.get("last-event-id");
+  let catchUp: CatchUp;
+  let cursor: number;
+  if (channel === LOGS_CHANNEL) {
+    catchUp = (after, limit) =>
+      deps.runLogs.logsAfter(emitter.id, after, limit).map((l) => ({ seq: l.seq, frame: sseFrame(l.invocationId, logSummary(l)) }));
+    cursor = lastEventId === "" ? deps.projector.position : deps.runLogs.cursorOf(emitter.id, lastEventId);
+  } else {
+    catchUp = (after, limit) =>
+      deps.events.eventsAfter(emitter.id, after, channel, limit).map((e) => ({ seq: e.seq, frame: sseFrame(e.id, eventSummary(e, true)) }));
+    cursor = lastEventId === "" ? deps.projector.position : deps.events.cursorOf(emitter.id, lastEventId);
+  }
+  const res = ctx.res;
+  ctx.respond = false;
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache, no-transform",
+    connection: "keep-alive",
+    "x-accel-buffering": "no",
+  });
+  res.write(": connected\n\n");
+  const allowed = () => deps.accountsView.keyActive(caller.keyId) && deps.access.canSee(caller, emitter.ownerId);
+  hub.add({ emitterId: emitter.id, channel, res, catchUp, cursor, allowed });
+}
+
+const channelQuery = {
+  event_name: Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description: "one channel only: empty for the default channel, a name, $errors, or $logs (run logs)",
+    }),
+  ),
+};
+
 export function sseRoutes(
-  deps: Pick<ApiDeps, "access" | "sources" | "events" | "runLogs" | "accountsView" | "projector">,
+  deps: Pick<ApiDeps, "access" | "sources" | "workflowsView" | "events" | "runLogs" | "accountsView" | "projector">,
   hub: SseHub,
 ): Route[] {
   return [
@@ -226,44 +272,28 @@ export function sseRoutes(
         "Last-Event-ID resumes after that id from the kept events; `: heartbeat` comments keep idle streams open; `event: end` when the source is deleted",
       tag: "events",
       params: { id: Type.String({ maxLength: 100 }) },
-      query: {
-        event_name: Type.Optional(
-          Type.String({
-            maxLength: 200,
-            description: "one channel only: empty for the default channel, a name, $errors, or $logs (run logs)",
-          }),
-        ),
-      },
+      query: channelQuery,
       errors: ["not_found"],
       response: { description: "a stream of server-sent events", contentType: "text/event-stream" },
       handle({ caller, params, query, ctx }) {
-        const source = visibleSource(deps, caller, params.id);
-        const channel = query.event_name;
-        const lastEventId = ctx.get("last-event-id");
-        let catchUp: CatchUp;
-        let cursor: number;
-        if (channel === LOGS_CHANNEL) {
-          catchUp = (after, limit) =>
-            deps.runLogs.logsAfter(source.id, after, limit).map((l) => ({ seq: l.seq, frame: sseFrame(l.invocationId, logSummary(l)) }));
-          cursor = lastEventId === "" ? deps.projector.position : deps.runLogs.cursorOf(source.id, lastEventId);
-        } else {
-          catchUp = (after, limit) =>
-            deps.events
-              .eventsAfter(source.id, after, channel, limit)
-              .map((e) => ({ seq: e.seq, frame: sseFrame(e.id, eventSummary(e, true)) }));
-          cursor = lastEventId === "" ? deps.projector.position : deps.events.cursorOf(source.id, lastEventId);
-        }
-        const res = ctx.res;
-        ctx.respond = false;
-        res.writeHead(200, {
-          "content-type": "text/event-stream; charset=utf-8",
-          "cache-control": "no-cache, no-transform",
-          connection: "keep-alive",
-          "x-accel-buffering": "no",
-        });
-        res.write(": connected\n\n");
-        const allowed = () => deps.accountsView.keyActive(caller.keyId) && deps.access.canSee(caller, source.ownerId);
-        hub.add({ emitterId: source.id, channel, res, catchUp, cursor, allowed });
+        openStream(deps, hub, caller, visibleSource(deps, caller, params.id), query.event_name, ctx);
+        return {};
+      },
+    }),
+    route({
+      method: "GET",
+      path: "/workflows/{id}/sse",
+      unversioned: true,
+      operationId: "streamWorkflowEvents",
+      summary:
+        "Server-sent events of a workflow: its emits ({raw_event}), its $errors, or its run logs ($logs), framed as for sources; `event: end` when the workflow is deleted",
+      tag: "workflows",
+      params: { id: Type.String({ maxLength: 100 }) },
+      query: channelQuery,
+      errors: ["not_found"],
+      response: { description: "a stream of server-sent events", contentType: "text/event-stream" },
+      handle({ caller, params, query, ctx }) {
+        openStream(deps, hub, caller, visibleWorkflow(deps, caller, params.id), query.event_name, ctx);
         return {};
       },
     }),

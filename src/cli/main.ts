@@ -21,6 +21,7 @@ import { listCommands } from "./user/commands/list.js";
 import { eventCommands } from "./user/commands/events.js";
 import { routingCommands } from "./user/commands/routing.js";
 import { actionCommands } from "./user/commands/actions.js";
+import { workflowCommands } from "./user/commands/workflows.js";
 
 const OPERATOR_COMMANDS = new Set(["start", "admin", "audit", "projections"]);
 
@@ -52,6 +53,7 @@ export function buildProgram(): Command {
   eventCommands(program);
   routingCommands(program);
   actionCommands(program);
+  workflowCommands(program);
 
   program.commandsGroup("Operator commands (this machine's data directory and log; print JSON):");
   program

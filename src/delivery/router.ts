@@ -9,7 +9,7 @@ import type { Projector } from "../projector/projector.js";
 import { streams } from "../../commands/streams.js";
 import { checkpoint, evolveRouter, initialRouter, type RouterCheckpointed, type RouterState } from "../../commands/deliveries/router.js";
 import { deliveryId, type Delivery } from "../../commands/deliveries/delivery.js";
-import { LOGS_CHANNEL, listenerKindOf } from "../../commands/subscriptions/subscription.js";
+import { ERRORS_CHANNEL, LOGS_CHANNEL, listenerKindOf } from "../../commands/subscriptions/subscription.js";
 import type { EventEmitted } from "../../commands/emitters/emitter.js";
 import type { RunLogged } from "../../commands/runLogs/runLog.js";
 import { emittedEventRow } from "../../projections/emittedEvents.js";
@@ -30,6 +30,8 @@ export interface RouterDeps {
   readonly emitterOf: (id: string) => { ownerId: string; glob: "dc_*" | "p_*" } | undefined;
   /** Whether a listener takes deliveries now (exists, and is not paused or disabled). */
   readonly listening: (id: string) => boolean;
+  /** The owner's global error workflow, which receives the $errors of the owner's other workflows. */
+  readonly errorWorkflowOf?: (ownerId: string) => string | undefined;
   readonly nodeId: string;
   readonly clock: Clock;
   /** How long a lease lasts without renewal (default 10 s). */
@@ -42,6 +44,9 @@ export async function routedUpTo(store: EventStore): Promise<number> {
   const [last] = await store.readStream(streams.router(), { direction: "backwards", maxCount: 1 });
   return last ? (last.data as RouterCheckpointed["data"]).position : 0;
 }
+
+/** The subscription id of deliveries to a global error workflow (there is no subscription record). */
+export const ERROR_WORKFLOW_SUBSCRIPTION = "error_workflow";
 
 /** Events the router turns into deliveries. */
 const ROUTED = new Set(["EventEmitted", "RunLogged"]);
@@ -192,8 +197,18 @@ export class Router {
     const emitter = this.deps.emitterOf(emitterId);
     if (!emitter) return [];
     const now = this.deps.clock.now();
-    return this.deps.subscriptions
-      .matching(emitterId, emitter.ownerId, emitter.glob, channel)
+    const subscribed: { id: string; listenerId: string }[] = this.deps.subscriptions.matching(
+      emitterId,
+      emitter.ownerId,
+      emitter.glob,
+      channel,
+    );
+    // A workflow's errors go to its owner's global error workflow too (the seed's default), as if subscribed.
+    const errorWorkflow = channel === ERRORS_CHANNEL && emitter.glob === "p_*" ? this.deps.errorWorkflowOf?.(emitter.ownerId) : undefined;
+    if (errorWorkflow && !subscribed.some((s) => s.listenerId === errorWorkflow)) {
+      subscribed.push({ id: ERROR_WORKFLOW_SUBSCRIPTION, listenerId: errorWorkflow });
+    }
+    return subscribed
       .filter((s) => s.listenerId !== emitterId && listenerKindOf(s.listenerId) !== undefined && this.deps.listening(s.listenerId))
       .map((s) => ({
         id: deliveryId(emitterId, eventId, channel, s.id),

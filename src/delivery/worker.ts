@@ -4,8 +4,8 @@
 //   deliveries stream. Once it fails (or is slow), it and everything after it wait in that stream,
 //   and the head is retried on a backoff schedule: the bus is never held for a dead receiver, and
 //   the schedule survives restarts (the sweeper kicks listeners whose head is due).
-// - A source listener gets each event as an invocation of its run (an id derived from the delivery,
-//   so a copy runs once); an event that comes round a cycle of sources is stopped and logged.
+// - A source or workflow listener gets each event as an invocation of its run (an id derived from
+//   the delivery, so a copy runs once); an event that comes round a cycle is stopped and logged.
 import { LRUCache } from "lru-cache";
 import type { Bus, BusConsumer, BusRecord } from "../bus/bus.js";
 import { WrongExpectedRevisionError, type EventStore } from "../store/eventStore.js";
@@ -32,6 +32,8 @@ import type { DeliveriesReadModel } from "../readModels/deliveries.js";
 import type { SourcesReadModel } from "../readModels/sources.js";
 import type { Webhooks } from "../subscriptions/webhooks.js";
 import type { InvocationQueue } from "../runner/invocations.js";
+import type { WorkflowRunQueue } from "../workflows/runner.js";
+import type { WorkflowsReadModel } from "../readModels/workflows.js";
 import type { Clock } from "../ids.js";
 import { DELIVERIES_TOPIC, kickMessage, readDeliveryMessage } from "./messages.js";
 import { sendToWebhook, type SendOptions } from "./webhookSender.js";
@@ -48,6 +50,8 @@ export interface DeliveryWorkerDeps {
   readonly deliveries: DeliveriesReadModel;
   readonly sources: SourcesReadModel;
   readonly invocations: InvocationQueue;
+  readonly workflows: WorkflowsReadModel;
+  readonly workflowRuns: WorkflowRunQueue;
   readonly runLogs: RunLogStore;
   readonly projectorPosition: () => number;
   readonly policy: RetryPolicy;
@@ -112,26 +116,29 @@ export class DeliveryWorker {
       case "webhook":
         return this.#webhookTurn(listenerId, deliveries);
       case "source":
-        return this.#toSource(listenerId, deliveries);
+      case "workflow":
+        return this.#toRun(listenerId, deliveries);
       default:
         return;
     }
   }
 
-  async #toSource(listenerId: string, deliveries: readonly Delivery[]): Promise<void> {
-    const source = this.deps.sources.source(listenerId);
-    if (!source) return;
+  /** Each delivery as a run of the listening source or workflow. */
+  async #toRun(listenerId: string, deliveries: readonly Delivery[]): Promise<void> {
+    const isWorkflow = listenerKindOf(listenerId) === "workflow";
+    const listener = isWorkflow ? this.deps.workflows.workflow(listenerId) : this.deps.sources.source(listenerId);
+    if (!listener) return;
     for (const delivery of deliveries) {
       const chain = [...delivery.chain, delivery.emitterId];
       const invocationId = `inv_${delivery.id.slice("msg_".length)}`;
       if (chain.includes(listenerId) || chain.length > MAX_CHAIN) {
         // Said in the listener's logs; the event stops here.
         const path = [...chain, listenerId].join(" → ");
-        const detail = chain.includes(listenerId) ? `cycle ${path}` : `the chain ${path} is longer than ${MAX_CHAIN} sources`;
+        const detail = chain.includes(listenerId) ? `cycle ${path}` : `the chain ${path} is longer than ${MAX_CHAIN} emitters`;
         await this.deps.runLogs.append(
           skippedRunLogged({
             sourceId: listenerId,
-            userId: source.creatorId,
+            userId: listener.creatorId,
             invocationId,
             trigger: "subscription",
             nowMs: this.deps.clock.now(),
@@ -142,15 +149,16 @@ export class DeliveryWorker {
         continue;
       }
       const payload = delivery.payload as { event?: unknown };
-      await this.deps.invocations.submit({
+      const run = {
         invocationId,
-        sourceId: listenerId,
-        trigger: "subscription",
+        trigger: "subscription" as const,
         event: payload?.event ?? null,
         chain,
         minPosition: this.deps.projectorPosition(),
         enqueuedMs: this.deps.clock.now(),
-      });
+      };
+      if (isWorkflow) await this.deps.workflowRuns.submit({ ...run, workflowId: listenerId });
+      else await this.deps.invocations.submit({ ...run, sourceId: listenerId });
     }
   }
 

@@ -42,9 +42,17 @@ export class EmittedEventsReadModel {
   constructor(private readonly db: Database) {}
 
   /** Kept events that are not deleted, newest first, optionally of one channel. */
-  events(emitterId: string, page: PageRequest, channel?: string): Page<EmittedEvent> {
-    const where = channel === undefined ? "emitter_id = ? AND deleted = 0" : "emitter_id = ? AND deleted = 0 AND channel = ?";
-    const params = channel === undefined ? [emitterId] : [emitterId, channel];
+  /** An emitter's kept events, newest first: every channel, one `channel`, or every channel but `except` (a workflow's emits without its $errors). */
+  events(emitterId: string, page: PageRequest, channel?: string, except?: string): Page<EmittedEvent> {
+    let where = "emitter_id = ? AND deleted = 0";
+    const params: string[] = [emitterId];
+    if (channel !== undefined) {
+      where += " AND channel = ?";
+      params.push(channel);
+    } else if (except !== undefined) {
+      where += " AND channel <> ?";
+      params.push(except);
+    }
     // At most 100 rows per emitter are kept, so counting them stays cheap.
     const total = statement<unknown[], { n: number }>(this.db, `SELECT COUNT(*) AS n FROM emitted_events WHERE ${where}`).get(...params)!.n;
     return mapPage(

@@ -54,7 +54,8 @@ export class Admission {
     this.#unsubscribe = projector.onApplied((events) => {
       for (const event of events) {
         if (event.type === "RunLogged") this.release((event.data as RunLogged["data"]).invocationId);
-        else if (event.type === "SourceDeleted") this.#releaseSource((event.data as SourceDeleted["data"]).id);
+        else if (event.type === "SourceDeleted" || event.type === "WorkflowDeleted")
+          this.#releaseSource((event.data as SourceDeleted["data"]).id);
       }
     });
     this.#sweep = setInterval(() => this.#forgetOld(), 60_000);

@@ -9,6 +9,8 @@ import type { TimerStore } from "../../commands/timers/timerStore.js";
 import { timerInvocationId } from "../../commands/timers/timer.js";
 import type { Clock } from "../ids.js";
 import { tickSchedule, type TickSchedule } from "./ticks.js";
+import type { WorkflowsReadModel } from "../readModels/workflows.js";
+import type { WorkflowRunQueue } from "../workflows/runner.js";
 
 export interface SchedulerDeps {
   readonly timers: TimerStore;
@@ -19,10 +21,15 @@ export interface SchedulerDeps {
   readonly projector: Projector;
   readonly quota: QuotaGuard;
   readonly clock: Clock;
+  /** Workflows with a timer trigger fire the same way. */
+  readonly workflows?: WorkflowsReadModel;
+  readonly workflowRuns?: WorkflowRunQueue;
 }
 
 interface Entry {
+  /** A source (dc_…) or a workflow (p_…). */
   readonly sourceId: string;
+  readonly kind: "source" | "workflow";
   readonly timer: TimerValue;
   readonly schedule: TickSchedule;
   readonly propName: string;
@@ -38,6 +45,9 @@ interface Entry {
  * runs once. Queue first, record second: a crash never loses a tick, and a restart fires a missed
  * tick once (the newest one), not every tick it slept through.
  */
+/** Events that may change which timers exist. */
+const CHANGES = new Set(["SourceDeployed", "SourceUpdated", "SourceDeleted", "WorkflowDeployed", "WorkflowDeleted"]);
+
 export class TimerScheduler {
   readonly #entries = new Map<string, Entry>();
   #dirty = true;
@@ -50,7 +60,7 @@ export class TimerScheduler {
 
   start(): void {
     this.#unsubscribe = this.deps.projector.onApplied((events) => {
-      if (events.some((e) => e.type === "SourceDeployed" || e.type === "SourceUpdated" || e.type === "SourceDeleted")) {
+      if (events.some((e) => CHANGES.has(e.type))) {
         this.#dirty = true;
         this.#wake(0);
       }
@@ -105,9 +115,32 @@ export class TimerScheduler {
       const schedule = tickSchedule(timer.value);
       this.#entries.set(source.id, {
         sourceId: source.id,
+        kind: "source",
         timer: timer.value,
         schedule,
         propName: timer.name,
+        last,
+        key,
+        next: schedule.next(last),
+      });
+    }
+    for (const workflow of this.deps.workflows?.timed() ?? []) {
+      const trigger = workflow.trigger;
+      if (trigger.type !== "timer") continue;
+      const value: TimerValue = "cron" in trigger ? { cron: trigger.cron } : { intervalSeconds: trigger.intervalSeconds };
+      seen.add(workflow.id);
+      const key = JSON.stringify(value);
+      const existing = this.#entries.get(workflow.id);
+      if (existing && existing.key === key) continue;
+      const lastFired = await this.deps.timers.last(workflow.id);
+      const last = Math.max(workflow.updatedAt * 1000, lastFired.tick ?? 0);
+      const schedule = tickSchedule(value);
+      this.#entries.set(workflow.id, {
+        sourceId: workflow.id,
+        kind: "workflow",
+        timer: value,
+        schedule,
+        propName: "trigger",
         last,
         key,
         next: schedule.next(last),
@@ -137,8 +170,9 @@ export class TimerScheduler {
   }
 
   async #fire(entry: Entry, tick: number, onTime: boolean): Promise<void> {
-    const source = this.deps.sources.source(entry.sourceId);
-    if (!source || !source.active) return;
+    const target = entry.kind === "workflow" ? this.deps.workflows?.workflow(entry.sourceId) : this.deps.sources.source(entry.sourceId);
+    if (!target || !target.active) return;
+    const source = { id: target.id, creatorId: target.creatorId };
     // Another scheduler may have recorded this tick (or a later one) already: then it is not queued again.
     const recorded = await this.deps.timers.last(entry.sourceId);
     if (recorded.tick !== undefined && recorded.tick >= tick) {
@@ -172,14 +206,15 @@ export class TimerScheduler {
         })
         .catch(() => undefined);
     } else {
-      await this.deps.invocations.submit({
+      const run = {
         invocationId,
-        sourceId: entry.sourceId,
-        trigger: "timer",
+        trigger: "timer" as const,
         event: { timestamp: Math.floor(tick / 1000), interval_seconds: timerIntervalSeconds(entry.timer) },
         minPosition: this.deps.projector.position,
         enqueuedMs: this.deps.clock.now(),
-      });
+      };
+      if (entry.kind === "workflow") await this.deps.workflowRuns?.submit({ ...run, workflowId: entry.sourceId });
+      else await this.deps.invocations.submit({ ...run, sourceId: entry.sourceId });
     }
     // Another scheduler may record a newer tick first: take its view.
     const newest = await this.deps.timers.record({ sourceId: entry.sourceId, tick, catchUp: !onTime });

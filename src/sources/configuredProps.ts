@@ -170,6 +170,21 @@ export function checkConfiguredProps(
   return { stored, problems };
 }
 
+/** A timer value on its own (a workflow's timer trigger), its problems' paths under `where`. */
+export function checkTimerValue(
+  value: unknown,
+  rules: PropRules,
+  where: string,
+): { timer: TimerValue | undefined; problems: ErrorDetail[] } {
+  const problems: ErrorDetail[] = [];
+  const timer = checkTimer("timer", value, rules, problems);
+  const renamed = problems.map((p) => ({
+    path: p.path.replace(/^configured_props\.timer(\.intervalSeconds)?/, where),
+    message: p.message,
+  }));
+  return { timer, problems: renamed };
+}
+
 /** Configured values as user code sees them: sealed values opened. */
 export function openProps(stored: Record<string, unknown>, sealer: Sealer): Record<string, unknown> {
   const open = (v: unknown): unknown => (isSealed(v) ? sealer.open(v) : Array.isArray(v) ? v.map(open) : v);

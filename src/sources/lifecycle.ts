@@ -2,7 +2,6 @@
 // rules are the source decider's (commands/sources); this runs the hooks first (their results go
 // into the command), claims and releases the name_slug, and records the hooks' runs once the
 // command was accepted, so a refused command leaves nothing behind.
-import { customAlphabet } from "nanoid";
 import type { EventStore } from "../store/eventStore.js";
 import { CommandHandler, latestPosition, type HandleOptions, type HandlerOf } from "../../commands/handler.js";
 import { hooksAround, source as sourceDecider, type Hook, type HookResults, type SourceCommand } from "../../commands/sources/source.js";
@@ -16,9 +15,7 @@ import type { Execution, RunnableSource, SourceRunner } from "../runner/sourceRu
 import { checkConfiguredProps, type PropRules } from "./configuredProps.js";
 import type { Sealer } from "../secrets/sealer.js";
 import { slugify } from "../slug.js";
-import { newId, type Clock } from "../ids.js";
-
-const endpointToken = customAlphabet("0123456789abcdefghijklmnopqrstuvwxyz", 24);
+import { endpointToken, newId, type Clock } from "../ids.js";
 
 export interface LifecycleDeps {
   readonly store: EventStore;

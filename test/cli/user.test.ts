@@ -446,6 +446,63 @@ describe("user CLI (real binary, real server)", function () {
     });
   });
 
+  describe("workflows", () => {
+    it("workflow deploy uploads step files with their relative imports, prints JSON; a second deploy is a new version; run, list, delete", () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hw-workflow-"));
+      fs.mkdirSync(path.join(dir, "actions", "lib"), { recursive: true });
+      fs.writeFileSync(path.join(dir, "actions", "lib", "shout.mjs"), "export const shout = (s) => s.toUpperCase() + '!';\n");
+      fs.writeFileSync(
+        path.join(dir, "actions", "shout.mjs"),
+        `import { shout } from "./lib/shout";
+export default { key: "cli-shout", name: "Shout", version: "0.1.0", type: "action",
+  props: { text: { type: "string", label: "Text" } },
+  async run({ $ }) { $.export("$summary", "shouted"); return shout(this.text); } };\n`,
+      );
+      const file = path.join(dir, "Shouter.yaml");
+      const write = (extra: string) =>
+        fs.writeFileSync(
+          file,
+          `name: Shouter
+trigger: none
+steps:
+  - name: shout
+    action: ./actions/shout.mjs
+    props:
+      text: "{{steps.trigger.event.word}}"
+${extra}`,
+        );
+      write("");
+      const first = hw("workflow", "deploy", file);
+      expect(first.status, first.stderr).to.equal(0);
+      const deployed = JSON.parse(first.stdout);
+      expect(deployed).to.include({ key: "shouter", name: "Shouter", version: 1 });
+      expect(deployed.id).to.match(/^p_/);
+      write(`  - name: twice
+    code: |
+      async (steps, $) => steps.shout.$return_value + steps.shout.$return_value
+`);
+      const second = hw("workflow", "deploy", file, "--json");
+      expect(second.status, second.stderr).to.equal(0);
+      expect(JSON.parse(second.stdout)).to.include({ id: deployed.id, version: 2 });
+      const ran = hw("workflow", "run", deployed.id, "--event", '{"word":"hey"}', "--json");
+      expect(ran.status, ran.stderr).to.equal(0);
+      expect(ran.json.steps.map((s: any) => s.return_value)).to.deep.equal(["HEY!", "HEY!HEY!"]);
+      const human = hw("workflow", "run", deployed.id, "--event", '{"word":"yo"}');
+      expect(human.stdout).to.include("twice ok").and.to.include("YO!YO!");
+      const listed = hw("workflow", "list");
+      expect(listed.status, listed.stderr).to.equal(0);
+      expect(listed.stdout).to.include(deployed.id).and.to.include("shout → twice").and.to.include("v2");
+      const bad = path.join(dir, "bad.yaml");
+      fs.writeFileSync(bad, "name: Bad\nsteps:\n  - name: x\n    action: ./missing.mjs\n");
+      const missing = hw("workflow", "deploy", bad);
+      expect(missing.status).to.equal(1);
+      expect(oneLine(missing)).to.match(/cannot find|missing\.mjs/);
+      const deleted = hw("workflow", "delete", deployed.id);
+      expect(deleted.status, deleted.stderr).to.equal(0);
+      expect(hw("workflow", "run", deployed.id).status).to.equal(4);
+    });
+  });
+
   describe("errors, help and completion", () => {
     it("usage errors are exit 2, a line or JSON with --json", () => {
       const unknown = hw("deploy", "x", "--bogus");

@@ -2,13 +2,14 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { TSchema } from "@sinclair/typebox";
-import { DomainError, type ProblemDetail } from "../../commands/decider.js";
+import { DomainError, type ProblemDetail } from "../commands/decider.js";
 
 export type Schema = TSchema | Record<string, unknown>;
 type ErrorDetail = ProblemDetail;
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
+// Request and document validation (the API's routes, workflow definitions): every problem with its path.
 // Query strings arrive as text, so their validator coerces "5" to 5; bodies are JSON and are not coerced.
 const queryAjv = addFormats(new Ajv2020({ allErrors: true, coerceTypes: true, useDefaults: true, strict: true }));
 const bodyAjv = addFormats(new Ajv2020({ allErrors: true, useDefaults: true, strict: true }));
@@ -18,7 +19,12 @@ export interface Validator<T> {
 }
 
 function describe(error: ErrorObject, where: string): ErrorDetail {
-  const base = error.instancePath.replace(/^\//, "").replace(/\//g, ".");
+  // "/steps/0/name" reads "steps[0].name".
+  const base = error.instancePath
+    .replace(/^\//, "")
+    .split("/")
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path === "" ? part : `${path}.${part}`), "");
   const name =
     error.keyword === "required"
       ? (error.params as { missingProperty: string }).missingProperty
@@ -50,11 +56,11 @@ function integerTextProblems(schema: Schema, value: unknown, where: string): Err
   return problems;
 }
 
-function compile<T>(ajv: Ajv2020, schema: Schema, where: "query" | "body" | "params"): Validator<T> {
+function compile<T>(ajv: Ajv2020, schema: Schema, where: string): Validator<T> {
   const validate: ValidateFunction = ajv.compile(schema);
   return (value: unknown): T => {
     // Coercion would read "Infinity", "1e400" or "0x10" as numbers; text parameters must be plain decimals.
-    const textProblems = where === "body" ? [] : integerTextProblems(schema, value, where);
+    const textProblems = where !== "query" && where !== "params" ? [] : integerTextProblems(schema, value, where);
     if (textProblems.length === 0 && validate(value)) return value as T;
     const details = textProblems.length > 0 ? textProblems : (validate.errors ?? []).map((e) => describe(e, where));
     const first = details[0];
@@ -65,3 +71,5 @@ function compile<T>(ajv: Ajv2020, schema: Schema, where: "query" | "body" | "par
 export const queryValidator = <T>(schema: Schema) => compile<T>(queryAjv, schema, "query");
 export const bodyValidator = <T>(schema: Schema) => compile<T>(bodyAjv, schema, "body");
 export const paramsValidator = <T>(schema: Schema) => compile<T>(queryAjv, schema, "params");
+/** A JSON document validated as is (no coercion); problem paths start with `where` (e.g. "definition"). */
+export const schemaValidator = <T>(schema: Schema, where: string) => compile<T>(bodyAjv, schema, where);

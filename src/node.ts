@@ -53,7 +53,7 @@ import { Resends } from "./delivery/resend.js";
 import { DELIVERIES_TOPIC, DELIVERY_PARTITIONS } from "./delivery/messages.js";
 import { routedUpTo } from "./delivery/router.js";
 import { Destinations } from "./destinations/destinations.js";
-import { ManualActionRuns } from "./components/actionRunner.js";
+import { ManualActionRuns, runAction } from "./components/actionRunner.js";
 import { WorkflowsReadModel } from "./readModels/workflows.js";
 import { WorkflowService } from "./workflows/service.js";
 import { WORKFLOW_RUNS_TOPIC, WorkflowRunQueue, WorkflowRunner, startWorkflowRunner, type StepExecutor } from "./workflows/runner.js";
@@ -237,19 +237,22 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     waitFor: (position) => projector.waitFor(position),
   });
   const workflowRuns = new WorkflowRunQueue(bus, replies);
-  const executeStep: StepExecutor = ({ workflow, component, props, steps, invocationId, step }) =>
-    runtime.invoke({
-      invocationId: `${invocationId}-${step.cellId}`,
-      ownerId: workflow.creatorId,
-      sourceId: workflow.id,
-      codeHash: component.codeHash,
-      bundleHash: component.meta.bundleHash,
-      bundle: component.meta.bundle,
-      method: "run",
-      props,
-      steps,
-      event: (steps.trigger as { event?: unknown } | undefined)?.event ?? null,
-    });
+  // A step is an action run: run() in the sandbox, then its $.send.* (src/components/actionRunner.ts).
+  const executeStep: StepExecutor = async ({ workflow, component, props, steps, invocationId, step }) =>
+    (
+      await runAction(
+        { runtime, destinations, clock },
+        {
+          component,
+          props,
+          steps,
+          invocationId: `${invocationId}-${step.cellId}`,
+          ownerId: workflow.creatorId,
+          ownerEmail: accountsView.user(workflow.creatorId)?.email || null,
+          emitterId: workflow.id,
+        },
+      )
+    ).outcome;
   const deps: ApiDeps = {
     settings: {
       maxBodyBytes: config.maxBodyBytes,

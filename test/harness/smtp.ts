@@ -32,6 +32,8 @@ export class SmtpTestServer {
       allowInsecureAuth: true,
       authMethods: ["PLAIN", "LOGIN"],
       logger: false,
+      // A client's pooled connection must not hold stop() for the default 30 s.
+      closeTimeout: 500,
       onAuth: (auth, _session, callback) => {
         if (auth.username === this.user && auth.password === this.password) callback(null, { user: auth.username });
         else callback(new Error("Invalid username or password"));

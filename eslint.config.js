@@ -12,16 +12,7 @@ const restrict = (files, regex, message) => ({
 
 export default tseslint.config(
   {
-    ignores: [
-      "dist/**",
-      "node_modules/**",
-      ".cache/**",
-      "registry/**",
-      "test/fixtures/**",
-      "bench/results/**",
-      "src/ui/static/**",
-      "docs/**",
-    ],
+    ignores: ["dist/**", "node_modules/**", ".cache/**", "registry/**", "test/fixtures/**", "bench/results/**", "docs/**"],
   },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
@@ -72,6 +63,28 @@ export default tseslint.config(
   },
   { files: ["**/*.js", "**/*.mjs", "**/*.cjs"], ...tseslint.configs.disableTypeChecked },
   {
+    // The dashboard: plain browser modules, no build step.
+    files: ["src/ui/static/**/*.js"],
+    languageOptions: {
+      sourceType: "module",
+      globals: Object.fromEntries(
+        [
+          "window",
+          "document",
+          "location",
+          "history",
+          "navigator",
+          "fetch",
+          "EventSource",
+          "URLSearchParams",
+          "Node",
+          "setTimeout",
+          "clearTimeout",
+        ].map((name) => [name, "readonly"]),
+      ),
+    },
+  },
+  {
     // Plain Node scripts (bin/, scripts/): the Node globals they use.
     files: ["**/*.js", "**/*.mjs", "**/*.cjs"],
     languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } },
@@ -88,7 +101,7 @@ export default tseslint.config(
   ),
   restrict(
     ["src/store/**/*.ts", "src/bus/**/*.ts", "src/net/**/*.ts", "src/json/**/*.ts", "src/runtime/**/*.ts", "src/destinations/**/*.ts"],
-    "(^|/)(commands|projections)/|(^|\\.\\./)(api|runner|sources|components|scheduler|delivery|workflows|accounts)/",
+    "(^|/)(commands|projections)/|(^|\\.\\./)(api|runner|sources|components|scheduler|delivery|workflows|accounts|connectedAccounts)/",
     "ports and adapters know nothing of the domain or the application above them",
   ),
   restrict(

@@ -23,6 +23,7 @@ export const ERROR_CODES = [
   // what it conflicts with
   "name_taken",
   "already_exists",
+  "account_in_use",
   "data_dir_locked",
   // how much
   "payload_too_large",

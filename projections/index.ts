@@ -7,6 +7,7 @@ import { componentsProjection } from "./components.js";
 import { sourcesProjection } from "./sources.js";
 import { emittedEventsProjection } from "./emittedEvents.js";
 import { runLogsProjection } from "./runLogs.js";
+import { connectedAccountsProjection } from "./connectedAccounts.js";
 import { subscriptionsProjection } from "./subscriptions.js";
 import { webhooksProjection } from "./webhooks.js";
 import { deliveriesProjection } from "./deliveries.js";
@@ -22,6 +23,7 @@ export const allProjections: readonly Projection[] = [
   sourcesProjection,
   emittedEventsProjection,
   runLogsProjection,
+  connectedAccountsProjection,
   subscriptionsProjection,
   webhooksProjection,
   deliveriesProjection,

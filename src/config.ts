@@ -125,6 +125,7 @@ function specs(dataDirDefault: string) {
     HEADWATER_RESPONSE_TIMEOUT_MS: int(100)({ default: undefined }),
     HEADWATER_SHUTDOWN_GRACE_MS: int(0)({ default: 30_000 }),
     HEADWATER_LOG_LEVEL: logLevel,
+    HEADWATER_METRICS_TOKEN: str({ default: undefined }),
     HEADWATER_WEBHOOK_TIMEOUT_MS: int(100)({ default: 15_000 }),
     HEADWATER_WEBHOOK_RETRY_MS: int(10)({ default: 2_000 }),
     HEADWATER_WEBHOOK_RETRY_MAX_MS: int(10)({ default: 3_600_000 }),
@@ -199,6 +200,8 @@ function toConfig(env: ReturnType<typeof clean>) {
     /** How long SIGTERM lets requests and runs in flight finish before the node exits. */
     shutdownGraceMs: env.HEADWATER_SHUTDOWN_GRACE_MS,
     logLevel: env.HEADWATER_LOG_LEVEL,
+    /** When set, /metrics wants it as a bearer token (or an operator's key); unset, /metrics is open to loopback clients only. */
+    metricsToken: env.HEADWATER_METRICS_TOKEN,
     /** Webhook delivery: request timeout, the retry schedule (doubling from retryMs up to retryMaxMs), when a failing webhook is disabled. */
     webhookTimeoutMs: env.HEADWATER_WEBHOOK_TIMEOUT_MS,
     webhookRetryMs: env.HEADWATER_WEBHOOK_RETRY_MS,

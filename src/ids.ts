@@ -4,7 +4,7 @@ import { customAlphabet } from "nanoid";
 // alphanumeric body, long enough that guessing another user's id is hopeless.
 const body = customAlphabet("0123456789abcdefghijklmnopqrstuvwxyz", 16);
 
-export type IdPrefix = "u" | "o" | "sc" | "dc" | "p" | "wh" | "sub" | "d" | "c" | "inv";
+export type IdPrefix = "u" | "o" | "sc" | "dc" | "p" | "wh" | "sub" | "d" | "c" | "inv" | "apn";
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${body()}`;
 

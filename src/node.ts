@@ -14,6 +14,8 @@ import { SourcesReadModel } from "./readModels/sources.js";
 import { ComponentsReadModel } from "./readModels/components.js";
 import { EmittedEventsReadModel } from "./readModels/emittedEvents.js";
 import { RunLogsReadModel } from "./readModels/runLogs.js";
+import { ConnectedAccountsReadModel } from "./readModels/connectedAccounts.js";
+import { ConnectedAccounts } from "./connectedAccounts/connectedAccounts.js";
 import { Accounts } from "./accounts/accounts.js";
 import { DomainError } from "../commands/decider.js";
 import { EmitterStore } from "../commands/emitters/emitterStore.js";
@@ -57,6 +59,15 @@ import { ManualActionRuns, runAction } from "./components/actionRunner.js";
 import { WorkflowsReadModel } from "./readModels/workflows.js";
 import { WorkflowService } from "./workflows/service.js";
 import { WORKFLOW_RUNS_TOPIC, WorkflowRunQueue, WorkflowRunner, startWorkflowRunner, type StepExecutor } from "./workflows/runner.js";
+import { log, setLogLevel } from "./observability/log.js";
+import { Metrics } from "./observability/metrics.js";
+import { Readiness } from "./observability/health.js";
+import { StreamTokens } from "./api/streamTokens.js";
+import type { BusLog } from "./bus/bus.js";
+
+/** The bus reports through the server's logger. */
+const busLog: BusLog = (entry) =>
+  log[entry.level]({ ...entry.fields, ...(entry.error ? { err: entry.error } : {}) }, `bus: ${entry.message}`);
 
 export interface RunningNode {
   /** Where this process listens. */
@@ -121,6 +132,7 @@ function nodeIdOf(config: Config): string {
 export async function startNode(config: Config, clock: Clock = systemClock): Promise<RunningNode> {
   // First of all: a second node on this directory is refused before it touches anything.
   const lock = DataDirLock.acquire(config.dataDir);
+  setLogLevel(config.logLevel);
   const roles = new Set(config.roles);
   const closers: (() => Promise<void> | void)[] = [() => lock.release()];
   const store = await openEventStore(config.eventStore);
@@ -140,7 +152,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const runtime = new IsolatedRuntime(config.runtime);
   closers.push(() => runtime.close());
   const nodeId = nodeIdOf(config);
-  const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeId}` });
+  const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeId}`, log: busLog });
   closers.push(() => bus.close());
   await bus.ensureTopics([
     { name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS },
@@ -158,9 +170,11 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const componentsView = new ComponentsReadModel(db);
   const events = new EmittedEventsReadModel(db);
   const runLogs = new RunLogsReadModel(db);
+  const accountsOfApps = new ConnectedAccountsReadModel(db);
+  const connectedAccounts = new ConnectedAccounts(store, sealer, clock, accountsOfApps);
   const components = new ComponentCache(componentsView);
   const emitters = new EmitterStore(store);
-  const runner = new SourceRunner(emitters, new RunLogStore(store), runtime, sealer, clock);
+  const runner = new SourceRunner(emitters, new RunLogStore(store), runtime, sealer, clock, (id) => connectedAccounts.sealedAuth(id));
   const catalog = new ComponentCatalog({
     store,
     runtime,
@@ -213,6 +227,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     clock,
     rules: { minTimerSeconds: config.timerMinSeconds },
     endpointUrl,
+    accounts: connectedAccounts,
   });
   const destinations = new Destinations(config.destinations);
   closers.push(() => destinations.close());
@@ -220,6 +235,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const actionRuns = new ManualActionRuns({
     runtime,
     sealer,
+    accounts: connectedAccounts,
     destinations,
     clock,
     admission,
@@ -235,6 +251,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     clock,
     rules: propRules,
     waitFor: (position) => projector.waitFor(position),
+    accounts: connectedAccounts,
   });
   const workflowRuns = new WorkflowRunQueue(bus, replies);
   // A step is an action run: run() in the sandbox, then its $.send.* (src/components/actionRunner.ts).
@@ -277,6 +294,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     sources,
     events,
     runLogs,
+    connectedAccounts,
+    connectedAccountsView: accountsOfApps,
     components,
     catalog,
     lifecycle,
@@ -295,6 +314,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     deliveries: resends,
     destinations,
     actionRuns,
+    streamTokens: new StreamTokens(sealer.derive("stream-tokens"), clock, (keyId) => accountsView.keyActive(keyId)),
     publicUrl: () => publicUrl,
     endpointUrl,
   };
@@ -306,11 +326,31 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   let hub: SseHub | undefined;
   let inFlightRequests = 0;
   const requestsDrained = new Set<() => void>();
+  const metrics = new Metrics(
+    {
+      headPosition: () => store.headPosition(),
+      projectedPosition: () => projector.position,
+      sseClients: () => hub?.size ?? 0,
+      admitted: () => admission.totals(),
+      limits: config,
+    },
+    { node: nodeId, roles: config.roles },
+  );
+  closers.push(projector.onApplied((events) => metrics.observeLog(events)));
+  const readiness = new Readiness({
+    log: () => store.headPosition(),
+    bus: () => bus.ensureTopics([{ name: INVOCATIONS_TOPIC, partitions: INVOCATION_PARTITIONS }]),
+    projections: async () => {
+      const lag = (await store.headPosition()) - projector.position;
+      await projector.catchUp(2_000);
+      return { lag: Math.max(0, lag) };
+    },
+  });
   if (roles.has("api")) {
     const sse = new SseHub(deps, config.sseHeartbeatMs);
     hub = sse;
     closers.push(() => sse.close());
-    const app = createApp(deps, sse, { version: VERSION });
+    const app = createApp(deps, sse, { version: VERSION, operations: { readiness, metrics, metricsToken: config.metricsToken } });
     const handle = app.callback();
     const listening = http.createServer((req, res) => void handle(req, res));
     // Longer than the usual client and proxy idle timeouts, so a client never reuses a socket the server is closing.
@@ -353,6 +393,15 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       runsPerOwner: config.runsPerOwner,
     });
   }
+  /** The owner of a source or workflow, and the glob that names its kind. */
+  const emitterOf = (id: string): { ownerId: string; glob: "dc_*" | "p_*" } | undefined => {
+    if (id.startsWith("p_")) {
+      const workflow = workflowsView.workflow(id);
+      return workflow ? { ownerId: workflow.ownerId, glob: "p_*" } : undefined;
+    }
+    const source = sources.source(id);
+    return source ? { ownerId: source.ownerId, glob: "dc_*" } : undefined;
+  };
   let workflowConsumer: BusConsumer | undefined;
   if (roles.has("runner")) {
     const workflowRunner = new WorkflowRunner({
@@ -363,6 +412,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       clock,
       rules: propRules,
       execute: executeStep,
+      accountAuth: (id) => connectedAccounts.sealedAuth(id),
     });
     workflowConsumer = await startWorkflowRunner({
       bus,
@@ -383,14 +433,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       subscriptions: subscriptionsView,
       nodeId,
       clock,
-      emitterOf: (id) => {
-        if (id.startsWith("p_")) {
-          const workflow = workflowsView.workflow(id);
-          return workflow ? { ownerId: workflow.ownerId, glob: "p_*" } : undefined;
-        }
-        const source = sources.source(id);
-        return source ? { ownerId: source.ownerId, glob: "dc_*" } : undefined;
-      },
+      emitterOf,
       listening: (id) =>
         id.startsWith("wh_")
           ? webhooksView.webhook(id)?.status === "active"
@@ -425,7 +468,19 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   }
   let scheduler: TimerScheduler | undefined;
   if (roles.has("projector")) {
-    const retention = new Retention(store, projector, { events, runLogs }, () => routedUpTo(store));
+    const retention = new Retention(
+      store,
+      projector,
+      { events, runLogs },
+      () => routedUpTo(store),
+      (id) => {
+        const emitter = emitterOf(id);
+        // Unknown (deleted): nothing will route it. A workflow's errors may go to the global error workflow.
+        if (!emitter) return false;
+        if (subscriptionsView.hasListeners(id, emitter.ownerId, emitter.glob)) return true;
+        return emitter.glob === "p_*" && workflowsView.errorWorkflowOf(emitter.ownerId) !== undefined;
+      },
+    );
     retention.start();
     closers.push(() => retention.stop());
   }
@@ -451,12 +506,15 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now())).unref()),
     ]);
 
+  log.info({ nodeId, roles: config.roles, url: listeningUrl || undefined, publicUrl: publicUrl || undefined }, "node started");
   return {
     url: listeningUrl,
     publicUrl,
     bootstrapKey,
     async close(graceMs = 0) {
       const deadline = Date.now() + graceMs;
+      readiness.closing();
+      log.info({ graceMs }, "node stopping");
       // 1. Take nothing new: no connections, no timer ticks; live streams end so clients reconnect elsewhere.
       const closed = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
       server?.closeIdleConnections();

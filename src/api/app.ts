@@ -1,5 +1,6 @@
 import Koa from "koa";
 import Router from "@koa/router";
+import { Type } from "@sinclair/typebox";
 import { errorBodies } from "./errors.js";
 import { jsonBody } from "./body.js";
 import { bearerAuth } from "./auth.js";
@@ -12,12 +13,16 @@ import { orgRoutes } from "./resources/orgs.js";
 import { componentRoutes } from "./resources/components.js";
 import { sourceRoutes } from "./resources/sources.js";
 import { eventRoutes } from "./resources/events.js";
+import { connectedAccountRoutes } from "./resources/connectedAccounts.js";
 import { subscriptionRoutes } from "./resources/subscriptions.js";
 import { webhookRoutes } from "./resources/webhooks.js";
 import { workflowRoutes } from "./resources/workflows.js";
 import { sseRoutes, type SseHub } from "./sse.js";
 import { sourceEndpoints } from "./endpoints.js";
 import { RateLimiter } from "./rateLimit.js";
+import { accessLog, requestIds } from "./requestLog.js";
+import { dashboard } from "./dashboard.js";
+import { operationRoutes, type Operations } from "./operations.js";
 
 export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
   return [
@@ -26,6 +31,7 @@ export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
     ...orgRoutes(deps),
     ...componentRoutes(deps),
     ...sourceRoutes(deps),
+    ...connectedAccountRoutes(deps),
     ...eventRoutes(deps),
     ...subscriptionRoutes(deps),
     ...webhookRoutes(deps),
@@ -34,9 +40,12 @@ export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
   ];
 }
 
-/** The whole HTTP API, read top to bottom: errors, source endpoints (no key), auth, body, routes. */
-export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string }): Koa {
-  const routes = apiRoutes(deps, hub);
+/**
+ * The whole HTTP API, read top to bottom: request ids and the access log, errors, source
+ * endpoints (no key), the dashboard's static files (no key), auth, body, routes.
+ */
+export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string; operations: Operations }): Koa {
+  const routes = [...apiRoutes(deps, hub), ...operationRoutes(deps, options.operations, options)];
   const openapi: Route = route({
     method: "GET",
     path: "/openapi.json",
@@ -44,8 +53,28 @@ export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string
     summary: "This document",
     tag: "meta",
     public: true,
-    response: { description: "the OpenAPI 3.1 document" },
-    handle: () => ({ body: openApiDocument(allRoutes, { version: options.version, serverUrl: deps.publicUrl() }) }),
+    response: {
+      description: "the OpenAPI 3.1 document",
+      schema: Type.Object(
+        {
+          openapi: Type.String(),
+          info: Type.Object({ title: Type.String(), version: Type.String() }),
+          paths: Type.Record(Type.String(), Type.Unknown()),
+        },
+        {
+          $id: "OpenApiDocument",
+          additionalProperties: true,
+          description: "an OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0)",
+        },
+      ),
+    },
+    handle: () => ({
+      body: openApiDocument(allRoutes, {
+        version: options.version,
+        serverUrl: deps.publicUrl(),
+        endpointServer: deps.endpointUrl("").replace(/\/e\/$/, ""),
+      }),
+    }),
   });
   const allRoutes: Route[] = [...routes, openapi];
   const publicPaths = new Set(allRoutes.filter((r) => r.public).map((r) => `${r.method} ${fullPath(r)}`));
@@ -55,8 +84,11 @@ export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string
   const app = new Koa({ proxy: settings.trustProxy });
   const router = new Router();
   mountRoutes(router, allRoutes);
+  app.use(requestIds());
+  app.use(accessLog((request) => options.operations.metrics.observeRequest(request)));
   app.use(errorBodies);
   app.use(sourceEndpoints(deps));
+  app.use(dashboard());
   app.use(
     bearerAuth({
       accounts: deps.accountsView,
@@ -64,6 +96,7 @@ export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string
       catchUp: () => deps.projector.catchUp(5_000),
       perKey: new RateLimiter({ ratePerSecond: settings.apiRatePerSecond, burst: settings.apiBurst }),
       perAddress: new RateLimiter({ ratePerSecond: settings.anonymousRatePerSecond, burst: settings.anonymousBurst }),
+      streamTokens: deps.streamTokens,
     }),
   );
   app.use(jsonBody(settings.maxBodyBytes));

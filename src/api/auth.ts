@@ -15,6 +15,8 @@ export interface AuthOptions {
   readonly perKey: RateLimiter;
   /** Per client address, for requests without a valid key (public paths, unknown keys): stops floods and guessing. */
   readonly perAddress: RateLimiter;
+  /** Browsers' EventSource cannot send headers: `?stream_token=` stands for the key that minted it, on the SSE path only. */
+  readonly streamTokens?: { redeem(token: string, method: string, path: string): Caller };
 }
 
 const unauthorized = (message: string) => new DomainError("unauthorized", message);
@@ -43,6 +45,10 @@ export function bearerAuth(options: AuthOptions) {
 
   async function identify(ctx: Context, mayCatchUp: boolean): Promise<Caller> {
     const header = ctx.get("authorization");
+    const streamToken = ctx.query.stream_token;
+    if (header === "" && typeof streamToken === "string" && options.streamTokens) {
+      return options.streamTokens.redeem(streamToken, ctx.method, ctx.path);
+    }
     if (header === "") throw unauthorized("the Authorization header is missing: send Authorization: Bearer <API key>");
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw unauthorized("the Authorization header must be Bearer <API key>");

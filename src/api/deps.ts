@@ -5,6 +5,8 @@ import type { UsageReadModel } from "../readModels/usage.js";
 import type { SourcesReadModel } from "../readModels/sources.js";
 import type { EmittedEventsReadModel } from "../readModels/emittedEvents.js";
 import type { RunLogsReadModel } from "../readModels/runLogs.js";
+import type { ConnectedAccountsReadModel } from "../readModels/connectedAccounts.js";
+import type { ConnectedAccounts } from "../connectedAccounts/connectedAccounts.js";
 import type { Accounts } from "../accounts/accounts.js";
 import type { ComponentCache } from "../components/componentCache.js";
 import type { ComponentCatalog } from "../components/catalog.js";
@@ -24,6 +26,7 @@ import type { ManualActionRuns } from "../components/actionRunner.js";
 import type { WorkflowService } from "../workflows/service.js";
 import type { WorkflowsReadModel } from "../readModels/workflows.js";
 import type { WorkflowRunQueue } from "../workflows/runner.js";
+import type { StreamTokens } from "./streamTokens.js";
 
 /** Limits and settings the HTTP layer applies (from the node's config). */
 export interface ApiSettings {
@@ -57,6 +60,8 @@ export interface ApiDeps {
   readonly sources: SourcesReadModel;
   readonly events: EmittedEventsReadModel;
   readonly runLogs: RunLogsReadModel;
+  readonly connectedAccounts: ConnectedAccounts;
+  readonly connectedAccountsView: ConnectedAccountsReadModel;
   readonly components: ComponentCache;
   readonly catalog: ComponentCatalog;
   readonly lifecycle: SourceLifecycle;
@@ -77,6 +82,8 @@ export interface ApiDeps {
   readonly destinations: Destinations;
   /** Actions run by hand (POST /components/{id}/run), in this node's sandbox as hooks are. */
   readonly actionRuns: ManualActionRuns;
+  /** Single-use tokens that open one source's SSE stream without the Authorization header (browsers). */
+  readonly streamTokens: StreamTokens;
   /** Base URL of this node's public address, without /v1. */
   publicUrl(): string;
   endpointUrl(endpointId: string): string;

@@ -4,6 +4,7 @@ import type { Context, Next } from "koa";
 import { DomainError } from "../../commands/decider.js";
 import type { ErrorCode } from "../../commands/errors.js";
 import { toDomainError } from "../errors.js";
+import { requestLog } from "./requestLog.js";
 
 export const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
@@ -23,6 +24,7 @@ export const STATUS: Record<ErrorCode, number> = {
   method_not_allowed: 405,
   name_taken: 409,
   already_exists: 409,
+  account_in_use: 409,
   data_dir_locked: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -55,7 +57,7 @@ export async function errorBodies(ctx: Context, next: Next): Promise<void> {
     if (error.code === "unauthorized") ctx.set("WWW-Authenticate", 'Bearer realm="headwater"');
     if (error.retryAfterSeconds !== undefined) ctx.set("Retry-After", String(error.retryAfterSeconds));
     if (ctx.status >= 500 && error.code !== "run_failed" && error.code !== "run_timeout") {
-      console.error(`${ctx.method} ${ctx.path} failed:`, thrown);
+      requestLog(ctx).error({ err: thrown }, `${ctx.method} ${ctx.path} failed`);
     }
   }
 }

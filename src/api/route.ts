@@ -39,6 +39,13 @@ export interface Reply {
   readonly body?: unknown;
 }
 
+export interface ResponseSpec {
+  readonly status?: number;
+  readonly description: string;
+  readonly schema?: TSchema;
+  readonly contentType?: string;
+}
+
 /** An endpoint, as written: schemas as TypeBox properties, a handler typed by them. */
 export interface RouteSpec<P extends TProperties, Q extends TProperties, B extends TProperties | undefined> {
   readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -58,7 +65,9 @@ export interface RouteSpec<P extends TProperties, Q extends TProperties, B exten
   readonly paginated?: boolean;
   /** Fields of `data` (or of its items) that include/exclude may name. */
   readonly fields?: readonly string[];
-  readonly response: { readonly status?: number; readonly description: string; readonly schema?: TSchema; readonly contentType?: string };
+  readonly response: ResponseSpec;
+  /** Other answers worth documenting besides the main one and the errors (e.g. /readyz's 503). */
+  readonly responses?: Readonly<Record<number, ResponseSpec>>;
   /** Error codes this endpoint answers besides the ones every endpoint may (unauthorized, rate_limited, invalid_request). */
   readonly errors?: readonly ErrorCode[];
   handle(
@@ -80,7 +89,8 @@ export interface Route {
   readonly params: TObject;
   readonly query: TObject;
   readonly body: TObject | undefined;
-  readonly response: RouteSpec<TProperties, TProperties, undefined>["response"];
+  readonly response: ResponseSpec;
+  readonly responses: Readonly<Record<number, ResponseSpec>>;
   readonly errors: readonly ErrorCode[];
   handle(request: Request<unknown, unknown, unknown>): Promise<Reply> | Reply;
 }
@@ -114,6 +124,7 @@ export function route<
     query,
     body,
     response: spec.response,
+    responses: spec.responses ?? {},
     errors: spec.errors ?? [],
     // The request reaching here was validated against exactly these schemas (mountRoutes).
     handle: (request) => spec.handle(request as Parameters<typeof spec.handle>[0]),

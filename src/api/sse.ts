@@ -14,6 +14,17 @@ import { toRunLog } from "../readModels/runLogs.js";
 import { visibleSource } from "./resources/sources.js";
 import { visibleWorkflow } from "./resources/workflows.js";
 import { eventSummary, logSummary } from "../readModels/summaries.js";
+import { Data } from "./pagination.js";
+
+const StreamToken = Type.Object(
+  {
+    token: Type.String({ description: "st_…: single use, for this source only" }),
+    expires_at: Type.Integer({ description: "epoch seconds; the stream must be opened before" }),
+    url: Type.String({ description: "the SSE URL with the token (add &event_name=… for one channel)" }),
+  },
+  { $id: "StreamToken" },
+);
+import { log } from "../observability/log.js";
 
 /** The channel name that streams run logs instead of emitted events. */
 export const LOGS_CHANNEL = "$logs";
@@ -66,7 +77,7 @@ export class SseHub {
       try {
         this.#publish(events);
       } catch (error) {
-        console.error("sse: publishing a batch failed:", error);
+        log.error({ err: error }, "sse: publishing a batch failed");
       }
     });
     this.#heartbeat = setInterval(() => this.#beat(), heartbeatMs);
@@ -94,7 +105,7 @@ export class SseHub {
     try {
       this.#catchUp(client);
     } catch (error) {
-      console.error("sse: catching a client up failed:", error);
+      log.error({ err: error }, "sse: catching a client up failed");
       this.#remove(client);
       client.res.destroy();
     }
@@ -220,10 +231,11 @@ function openStream(
   hub: SseHub,
   caller: Caller,
   emitter: { id: string; ownerId: string },
-  channel: string | undefined,
+  query: { event_name?: string; last_event_id?: string },
   ctx: Context,
 ): void {
-  const lastEventId = ctx.get("last-event-id");
+  const channel = query.event_name;
+  const lastEventId = ctx.get("last-event-id") || (query.last_event_id ?? "");
   let catchUp: CatchUp;
   let cursor: number;
   if (channel === LOGS_CHANNEL) {
@@ -248,20 +260,66 @@ function openStream(
   hub.add({ emitterId: emitter.id, channel, res, catchUp, cursor, allowed });
 }
 
-const channelQuery = {
+/** The query of every SSE route. */
+const streamQuery = (kind: "sources" | "workflows") => ({
   event_name: Type.Optional(
     Type.String({
       maxLength: 200,
       description: "one channel only: empty for the default channel, a name, $errors, or $logs (run logs)",
     }),
   ),
-};
+  stream_token: Type.Optional(
+    Type.String({
+      maxLength: 1000,
+      description: `instead of the Authorization header (browsers' EventSource cannot send one): a token from POST /v1/${kind}/{id}/stream_tokens, single use, valid 60 s`,
+    }),
+  ),
+  last_event_id: Type.Optional(
+    Type.String({
+      maxLength: 100,
+      description: "resume after this event id when the Last-Event-ID header cannot be sent (a new EventSource)",
+    }),
+  ),
+});
+
+const streamResponse = (what: string) => ({
+  description: "a stream of server-sent events",
+  contentType: "text/event-stream",
+  schema: Type.String({
+    description: `\`: connected\`, then per item \`id: <event id>\` + \`data: <EventSummary JSON, or a RunLog summary for $logs>\`; \`: heartbeat\` comments; \`event: end\` + \`data: {"reason"}\` when the ${what} is deleted or access is revoked`,
+    examples: [
+      ': connected\n\nid: 1718000000000-0\ndata: {"id":"1718000000000-0","indexed_at_ms":1718000000000,"event":{},"metadata":{}}\n\n',
+    ],
+  }),
+});
 
 export function sseRoutes(
-  deps: Pick<ApiDeps, "access" | "sources" | "workflowsView" | "events" | "runLogs" | "accountsView" | "projector">,
+  deps: Pick<
+    ApiDeps,
+    "access" | "sources" | "workflowsView" | "events" | "runLogs" | "accountsView" | "projector" | "streamTokens" | "publicUrl"
+  >,
   hub: SseHub,
 ): Route[] {
+  const tokenRoute = (kind: "sources" | "workflows") =>
+    route({
+      method: "POST",
+      path: `/${kind}/{id}/stream_tokens`,
+      operationId: kind === "sources" ? "createStreamToken" : "createWorkflowStreamToken",
+      summary: `A token that opens this ${kind === "sources" ? "source" : "workflow"}'s SSE stream once without the Authorization header (for browsers' EventSource): use within 60 s as ?stream_token=`,
+      tag: kind === "sources" ? "events" : "workflows",
+      params: { id: Type.String({ maxLength: 100 }) },
+      errors: ["not_found"],
+      response: { description: "the token and the stream URL it opens", schema: Data(StreamToken) },
+      handle({ caller, params }) {
+        const emitter = kind === "sources" ? visibleSource(deps, caller, params.id) : visibleWorkflow(deps, caller, params.id);
+        const { token, expiresAtMs } = deps.streamTokens.mint(caller, emitter.id);
+        const url = `${deps.publicUrl()}/${kind}/${emitter.id}/sse?stream_token=${encodeURIComponent(token)}`;
+        return { body: { data: { token, expires_at: Math.floor(expiresAtMs / 1000), url } } };
+      },
+    });
   return [
+    tokenRoute("sources"),
+    tokenRoute("workflows"),
     route({
       method: "GET",
       path: "/sources/{id}/sse",
@@ -272,11 +330,11 @@ export function sseRoutes(
         "Last-Event-ID resumes after that id from the kept events; `: heartbeat` comments keep idle streams open; `event: end` when the source is deleted",
       tag: "events",
       params: { id: Type.String({ maxLength: 100 }) },
-      query: channelQuery,
+      query: streamQuery("sources"),
       errors: ["not_found"],
-      response: { description: "a stream of server-sent events", contentType: "text/event-stream" },
+      response: streamResponse("source"),
       handle({ caller, params, query, ctx }) {
-        openStream(deps, hub, caller, visibleSource(deps, caller, params.id), query.event_name, ctx);
+        openStream(deps, hub, caller, visibleSource(deps, caller, params.id), query, ctx);
         return {};
       },
     }),
@@ -289,11 +347,11 @@ export function sseRoutes(
         "Server-sent events of a workflow: its emits ({raw_event}), its $errors, or its run logs ($logs), framed as for sources; `event: end` when the workflow is deleted",
       tag: "workflows",
       params: { id: Type.String({ maxLength: 100 }) },
-      query: channelQuery,
+      query: streamQuery("workflows"),
       errors: ["not_found"],
-      response: { description: "a stream of server-sent events", contentType: "text/event-stream" },
+      response: streamResponse("workflow"),
       handle({ caller, params, query, ctx }) {
-        openStream(deps, hub, caller, visibleWorkflow(deps, caller, params.id), query.event_name, ctx);
+        openStream(deps, hub, caller, visibleWorkflow(deps, caller, params.id), query, ctx);
         return {};
       },
     }),

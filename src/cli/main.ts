@@ -22,6 +22,7 @@ import { eventCommands } from "./user/commands/events.js";
 import { routingCommands } from "./user/commands/routing.js";
 import { actionCommands } from "./user/commands/actions.js";
 import { workflowCommands } from "./user/commands/workflows.js";
+import { connectedAccountCommands } from "./accounts.js";
 
 const OPERATOR_COMMANDS = new Set(["start", "admin", "audit", "projections"]);
 
@@ -54,6 +55,7 @@ export function buildProgram(): Command {
   routingCommands(program);
   actionCommands(program);
   workflowCommands(program);
+  connectedAccountCommands(program);
 
   program.commandsGroup("Operator commands (this machine's data directory and log; print JSON):");
   program

@@ -1,7 +1,7 @@
 // The props of one action run, checked as users of published Pipedream actions expect: the
 // component's own props (types, integer bounds, static options with labels, defaults, optional,
-// propDefinition from an app file, app props with $auth), plus the props its additionalProps()
-// adds from the configured values. The checks are the sources' (src/sources/configuredProps.ts),
+// propDefinition from an app file, app props with $auth or a connected account), plus the props its
+// additionalProps() adds from the configured values. The checks are the sources' (src/sources/configuredProps.ts),
 // run on the merged definitions; only the problem paths are the caller's (`body.props.count`,
 // `steps[2].props.count`).
 import type { ProblemDetail } from "../../commands/decider.js";
@@ -10,7 +10,9 @@ import type { ComponentRuntime } from "../runtime/componentRuntime.js";
 import { validateAdditionalProps } from "../runtime/index.js";
 import type { NormalizedProp } from "../runtime/types.js";
 import type { Sealer } from "../secrets/sealer.js";
-import { checkConfiguredProps, openProps } from "../sources/configuredProps.js";
+import { checkConfiguredProps, MissingAccountError, openPropsWithAccounts } from "../sources/configuredProps.js";
+import type { ConnectedAccounts } from "../connectedAccounts/connectedAccounts.js";
+import { isAccountBinding } from "../../commands/connectedAccounts/connectedAccount.js";
 import { newId } from "../ids.js";
 import type { LoadedComponent } from "./componentCache.js";
 
@@ -19,6 +21,8 @@ export interface ActionPropsDeps {
   readonly runtime: Pick<ComponentRuntime, "invoke">;
   /** Secrets and app credentials are sealed and opened again on their way through the shared checks. */
   readonly sealer: Sealer;
+  /** App props bound to connected accounts ({"authProvisionId": "apn_…"}): checked, then opened. */
+  readonly accounts: Pick<ConnectedAccounts, "checkBindings" | "sealedAuth">;
 }
 
 /** additionalProps() runs in the sandbox like a hook, under a shorter deadline than a run. */
@@ -47,32 +51,50 @@ export async function actionProps(
     ]);
   }
   let props: readonly NormalizedProp[] = meta.props;
-  // An app prop left out runs without credentials ($auth {}), as Pipedream runs apps that need none.
-  const apps = props.filter((p) => p.type === "app" && (configured[p.name] === undefined || configured[p.name] === null));
-  if (apps.length > 0) configured = { ...configured, ...Object.fromEntries(apps.map((p) => [p.name, { $auth: {} }])) };
   if (meta.additionalProps) {
     // additionalProps() sees the component's own props, checked first; other names may be the props it adds.
     const own = new Set(props.map((p) => p.name));
     const ownValues = Object.fromEntries(Object.entries(configured).filter(([name]) => own.has(name)));
-    const values = check(deps, props, ownValues, pathPrefix);
+    const values = await check(deps, props, ownValues, context);
     props = merge(props, await additionalProps(deps, component, values, context));
   }
-  return check(deps, props, configured, pathPrefix);
+  return check(deps, props, configured, context);
 }
 
-/** The shared checks, with the caller's paths; the values opened. */
-function check(
+/** The shared checks (and the connected accounts app props bind), with the caller's paths; the values opened. */
+async function check(
   deps: ActionPropsDeps,
   props: readonly NormalizedProp[],
   configured: Record<string, unknown>,
-  pathPrefix: string,
-): Record<string, unknown> {
+  context: { ownerId: string; pathPrefix: string },
+): Promise<Record<string, unknown>> {
+  const at = (path: string) => path.replace(/^configured_props(?=\.|\[|$)/, context.pathPrefix);
   const { stored, problems } = checkConfiguredProps(props, configured, deps.sealer, RULES);
-  if (problems.length > 0) {
-    const details = problems.map((p) => ({ path: p.path.replace(/^configured_props(?=\.|\[|$)/, pathPrefix), message: p.message }));
-    throw new DomainError("invalid_request", `${details[0].path} ${details[0].message}`, details);
+  const details = problems.map((p) => ({ path: at(p.path), message: p.message }));
+  for (const prop of props) {
+    const value = stored[prop.name];
+    if ((prop.type !== "app" && prop.type !== "app[]") || !(Array.isArray(value) ? value : [value]).some(isAccountBinding)) continue;
+    try {
+      await deps.accounts.checkBindings(context.ownerId, [prop], { [prop.name]: value });
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      // An account that is gone or someone else's is a wrong value here, like any other.
+      const path = `${context.pathPrefix}.${prop.name}`;
+      details.push(
+        ...(error.code === "not_found"
+          ? [{ path, message: "binds a connected account that does not exist (or is not yours)" }]
+          : (error.details ?? [{ path, message: error.message }]).map((d) => ({ path: at(d.path), message: d.message }))),
+      );
+    }
   }
-  return openProps(stored, deps.sealer);
+  if (details.length > 0) throw new DomainError("invalid_request", `${details[0].path} ${details[0].message}`, details);
+  try {
+    return await openPropsWithAccounts(stored, deps.sealer, (id) => deps.accounts.sealedAuth(id));
+  } catch (error) {
+    // Deleted between the check and now.
+    if (!(error instanceof MissingAccountError)) throw error;
+    throw new DomainError("invalid_request", at(error.message), [{ path: context.pathPrefix, message: at(error.message) }]);
+  }
 }
 
 async function additionalProps(

@@ -20,6 +20,7 @@ import { eventSummary, logSummary } from "../readModels/summaries.js";
 import type { SubscriptionsReadModel } from "../readModels/subscriptions.js";
 import type { Clock } from "../ids.js";
 import { DELIVERIES_TOPIC, deliveryMessage } from "./messages.js";
+import { log } from "../observability/log.js";
 
 export interface RouterDeps {
   readonly store: EventStore;
@@ -224,6 +225,6 @@ export class Router {
   }
 
   #log(message: string, error?: unknown): void {
-    (this.deps.log ?? ((m: string, e?: unknown) => (e ? console.error(m, e) : undefined)))(message, error);
+    (this.deps.log ?? ((m: string, e?: unknown) => (e ? log.error({ err: e }, m) : undefined)))(message, error);
   }
 }

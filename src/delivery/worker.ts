@@ -37,6 +37,7 @@ import type { WorkflowsReadModel } from "../readModels/workflows.js";
 import type { Clock } from "../ids.js";
 import { DELIVERIES_TOPIC, kickMessage, readDeliveryMessage } from "./messages.js";
 import { sendToWebhook, type SendOptions } from "./webhookSender.js";
+import { log } from "../observability/log.js";
 
 /** Longest chain of sources an event may travel before it is stopped. */
 export const MAX_CHAIN = 16;
@@ -317,6 +318,6 @@ export class DeliveryWorker {
   }
 
   #log(message: string, error?: unknown): void {
-    (this.deps.log ?? ((m: string, e?: unknown) => console.error(m, e ?? "")))(message, error);
+    (this.deps.log ?? ((m: string, e?: unknown) => log.error({ err: e }, m)))(message, error);
   }
 }

@@ -1,6 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { AllSubscription, EventStore, RecordedEvent } from "../store/eventStore.js";
 import type { Projection } from "./projection.js";
+import { log } from "../observability/log.js";
 
 type Waiter = { position: number; resolve: () => void; reject: (error: unknown) => void };
 export type AppliedListener = (events: readonly RecordedEvent[]) => void;
@@ -123,7 +124,7 @@ export class Projector {
 
   #fail(error: unknown): void {
     this.#failure = error;
-    console.error("projector stopped:", error);
+    log.fatal({ err: error }, "projector stopped");
     const waiters = this.#waiters;
     this.#waiters = [];
     for (const waiter of waiters) waiter.reject(error);

@@ -7,6 +7,7 @@ import type { RunLogged } from "../../commands/runLogs/runLog.js";
 import { streams } from "../../commands/streams.js";
 import { KEPT_EVENTS } from "../../projections/emittedEvents.js";
 import { KEPT_RUN_LOGS } from "../../projections/runLogs.js";
+import { log } from "../observability/log.js";
 
 type Kept = { kind: "events" | "logs"; emitterId: string };
 
@@ -33,6 +34,8 @@ export class Retention {
     },
     /** How far the router has turned the log into deliveries: nothing past it is dropped. */
     private readonly routedUpTo: () => Promise<number>,
+    /** Whether anything listens to the emitter's events: only then must the router pass them first. */
+    private readonly listened: (emitterId: string) => boolean,
     private readonly intervalMs = 1000,
   ) {}
 
@@ -57,7 +60,7 @@ export class Retention {
       this.#timer = undefined;
       this.#running = this.#running
         .then(() => this.#sweep())
-        .catch((error) => console.error("retention:", error))
+        .catch((error: unknown) => log.error({ err: error }, "retention failed"))
         .finally(() => this.#again());
     }, this.intervalMs);
   }
@@ -85,7 +88,7 @@ export class Retention {
       if (before === undefined || before <= (this.#truncated.get(stream) ?? 0)) continue;
       // Subscribers get every event: the router must have passed what is dropped (else try again later).
       const [newestDropped] = await this.store.readStream(stream, { fromRevision: before - 1, maxCount: 1 });
-      if (newestDropped && newestDropped.position > routed) {
+      if (newestDropped && newestDropped.position > routed && this.listened(emitterId)) {
         this.#mark({ kind, emitterId });
         continue;
       }

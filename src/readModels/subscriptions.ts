@@ -82,6 +82,17 @@ export class SubscriptionsReadModel {
       .map(toSubscription);
   }
 
+  /** Whether any subscription takes events of the emitter (on some channel), by its id or its kind's glob. */
+  hasListeners(emitterId: string, ownerId: string, glob: "dc_*" | "p_*"): boolean {
+    return (
+      statement<[string, string, string], { one: number }>(
+        this.db,
+        `SELECT 1 AS one FROM subscriptions WHERE emitter_id = ?
+         UNION ALL SELECT 1 AS one FROM subscriptions WHERE emitter_id = ? AND owner_id = ? LIMIT 1`,
+      ).get(emitterId, glob, ownerId) !== undefined
+    );
+  }
+
   autoSubscriptionsOf(ownerId: string): AutoSubscription[] {
     return statement<[string], AutoSubscriptionRow>(this.db, "SELECT * FROM auto_subscriptions WHERE owner_id = ? ORDER BY seq")
       .all(ownerId)

@@ -109,6 +109,11 @@ export class Admission {
     return sourceId === undefined ? this.#node.count : (this.#bySource.get(sourceId)?.count ?? 0);
   }
 
+  /** The node bound's tally, and how many sources and billed users have work waiting (metrics). */
+  totals(): { count: number; bytes: number; sources: number; owners: number } {
+    return { count: this.#node.count, bytes: this.#node.bytes, sources: this.#bySource.size, owners: this.#byOwner.size };
+  }
+
   close(): void {
     clearInterval(this.#sweep);
     this.#unsubscribe();

@@ -8,6 +8,7 @@ import { parseJson } from "../json/bounded.js";
 import type { ComponentCache } from "../components/componentCache.js";
 import type { SourceRunner } from "./sourceRunner.js";
 import { OwnerSlots } from "./ownerSlots.js";
+import { log } from "../observability/log.js";
 
 /** Invocations are keyed by source id, so one source's runs happen one at a time, in order. */
 export const INVOCATIONS_TOPIC = "headwater.invocations";
@@ -139,7 +140,10 @@ function readInvocation(record: BusRecord): InvocationMessage | undefined {
   } catch {
     // reported below
   }
-  console.error(`runner: dropped an unreadable invocation message at ${record.topic}[${record.partition}]@${record.offset}`);
+  log.error(
+    { topic: record.topic, partition: record.partition, offset: record.offset },
+    "runner: dropped an unreadable invocation message",
+  );
   return undefined;
 }
 

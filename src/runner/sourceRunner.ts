@@ -6,8 +6,8 @@ import type { RunLogStore } from "../../commands/runLogs/runLogStore.js";
 import { runLogged, skippedRunLogged, type RunTrigger } from "../../commands/runLogs/runLog.js";
 import type { Emit } from "../../commands/emitters/dedupe.js";
 import type { EventEmitted } from "../../commands/emitters/emitter.js";
-import { openProps } from "../sources/configuredProps.js";
-import type { Sealer } from "../secrets/sealer.js";
+import { MissingAccountError, openPropsWithAccounts } from "../sources/configuredProps.js";
+import type { Sealed, Sealer } from "../secrets/sealer.js";
 import type { Clock } from "../ids.js";
 
 /** The parts of a source a run needs (from the read model or from a deploy in progress). */
@@ -58,6 +58,8 @@ export class SourceRunner {
     private readonly runtime: ComponentRuntime,
     private readonly sealer: Sealer,
     private readonly clock: Clock,
+    /** The sealed credentials of a connected account a source binds (undefined once deleted). */
+    private readonly accountAuth: (accountId: string) => Promise<Sealed | undefined> = async () => undefined,
   ) {}
 
   async run(request: RunRequest): Promise<RunResult> {
@@ -74,6 +76,25 @@ export class SourceRunner {
     const { source, component, invocationId, trigger } = request;
     const http = component.meta.component.props.find((p) => p.type === "$.interface.http");
     const startedMs = this.clock.now();
+    let props: Record<string, unknown>;
+    try {
+      props = await openPropsWithAccounts(source.storedProps, this.sealer, this.accountAuth);
+    } catch (error) {
+      if (!(error instanceof MissingAccountError)) throw error;
+      // Its account was deleted after it was bound: the run fails as a component's configuration error would.
+      const outcome: InvocationOutcome = {
+        ok: false,
+        error: { name: error.name, message: error.message, code: "CONFIGURATION_ERROR" },
+        emits: [],
+        logs: [],
+        db,
+        dbChanged: false,
+        cpuMs: 0,
+        wallMs: 0,
+        warm: false,
+      };
+      return { outcome, startedMs };
+    }
     const outcome = await this.runtime.invoke({
       invocationId,
       ownerId: source.creatorId,
@@ -82,7 +103,7 @@ export class SourceRunner {
       bundleHash: component.meta.bundleHash,
       bundle: component.meta.bundle,
       method: methodOf(trigger),
-      props: openProps(source.storedProps, this.sealer),
+      props,
       event: request.event,
       db,
       ...(http ? { http: { endpoint: source.endpointUrl, customResponse: http.customResponse === true } } : {}),

@@ -11,6 +11,7 @@ import type { Clock } from "../ids.js";
 import { tickSchedule, type TickSchedule } from "./ticks.js";
 import type { WorkflowsReadModel } from "../readModels/workflows.js";
 import type { WorkflowRunQueue } from "../workflows/runner.js";
+import { log } from "../observability/log.js";
 
 export interface SchedulerDeps {
   readonly timers: TimerStore;
@@ -83,7 +84,7 @@ export class TimerScheduler {
         this.#running = (this.#running ?? Promise.resolve())
           .then(() => this.#tick())
           .catch((error) => {
-            console.error("scheduler:", error);
+            log.error({ err: error }, "scheduler: firing timers failed");
           })
           .finally(() => this.#wake(this.#delay()));
       },

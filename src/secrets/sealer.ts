@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -37,6 +37,11 @@ export class Sealer {
       );
     }
     return JSON.parse(clear.toString("utf8"));
+  }
+
+  /** A key for another purpose (HKDF-SHA256 of this one): shared by every node that shares the secret key, never the key itself. */
+  derive(purpose: string): Buffer {
+    return Buffer.from(hkdfSync("sha256", this.key, Buffer.alloc(0), `headwater:${purpose}`, 32));
   }
 }
 

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { checkConfiguredProps, openProps, REDACTED, viewProps } from "./configuredProps.js";
+import { checkConfiguredProps, MissingAccountError, openProps, openPropsWithAccounts, REDACTED, viewProps } from "./configuredProps.js";
 import { Sealer } from "../secrets/sealer.js";
 import type { NormalizedProp } from "../runtime/types.js";
 
@@ -82,5 +82,27 @@ describe("sources/configuredProps", () => {
     const again = checkConfiguredProps(props, { ...view, timer: { intervalSeconds: 600 } }, sealer, rules, stored);
     expect(again.problems).to.deep.equal([]);
     expect(openProps(again.stored, sealer).token).to.equal("abc");
+  });
+
+  it("app props: nothing or {} configures no credentials; an account binding is stored as a reference, inline $auth sealed", async () => {
+    const apps = [prop({ name: "http", type: "app", app: "http" }), prop({ name: "github", type: "app", app: "github" })];
+    for (const given of [{}, { http: {}, github: null }]) {
+      const { stored, problems } = checkConfiguredProps(apps, given, sealer, rules);
+      expect(problems, JSON.stringify(given)).to.deep.equal([]);
+      expect(stored).to.deep.equal({});
+    }
+    const bound = checkConfiguredProps(apps, { github: { authProvisionId: "apn_abc123" }, http: { $auth: { k: "v" } } }, sealer, rules);
+    expect(bound.problems).to.deep.equal([]);
+    expect(bound.stored.github).to.deep.equal({ authProvisionId: "apn_abc123" });
+    expect(JSON.stringify(bound.stored.http)).to.not.include('"v"');
+    const opened = await openPropsWithAccounts(bound.stored, sealer, async (id) =>
+      id === "apn_abc123" ? sealer.seal({ oauth_access_token: "tok" }) : undefined,
+    );
+    expect(opened).to.deep.equal({ github: { $auth: { oauth_access_token: "tok" } }, http: { $auth: { k: "v" } } });
+    const gone = await openPropsWithAccounts(bound.stored, sealer, async () => undefined).catch((e: unknown) => e);
+    expect(gone).to.be.instanceOf(MissingAccountError);
+    expect((gone as Error).message).to.match(/configured_props.github binds the connected account apn_abc123, which no longer exists/);
+    const bad = checkConfiguredProps(apps, { github: { authProvisionId: "apn_x", extra: 1 }, http: "key" }, sealer, rules);
+    expect(bad.problems.map((p) => p.path)).to.deep.equal(["configured_props.http", "configured_props.github"]);
   });
 });

@@ -1,7 +1,8 @@
 import { Cron } from "croner";
 import type { NormalizedProp, PropOption } from "../runtime/types.js";
 import type { ProblemDetail as ErrorDetail } from "../../commands/decider.js";
-import { isSealed, type Sealer } from "../secrets/sealer.js";
+import { isSealed, type Sealed, type Sealer } from "../secrets/sealer.js";
+import { isAccountBinding } from "../../commands/connectedAccounts/connectedAccount.js";
 
 /** The seed's limit on one configured prop value (its JSON text). */
 export const MAX_PROP_BYTES = 64 * 1024;
@@ -87,7 +88,13 @@ function checkScalar(prop: NormalizedProp, base: string, value: unknown, where: 
       if (!isPlainObject(value)) return fail("must be an object");
       break;
     case "app":
-      if (!isPlainObject(value) || !isPlainObject(value.$auth)) return fail("must be an object with $auth (the app's credentials)");
+      if (isAccountBinding(value)) {
+        if (Object.keys(value).length !== 1 || !/^apn_[0-9a-z]{1,64}$/.test(value.authProvisionId))
+          return fail('must be {"authProvisionId": "apn_…"} (a connected account) or {"$auth": {…}}');
+        break;
+      }
+      if (!isPlainObject(value) || !isPlainObject(value.$auth))
+        return fail('must be {"authProvisionId": "apn_…"} (a connected account) or {"$auth": {…}} (the app\'s credentials)');
       break;
     case "any":
       break;
@@ -130,8 +137,12 @@ export function checkConfiguredProps(
     if (prop.type === "$.interface.http") continue; // the endpoint is assigned, nothing to configure
     let value = raw;
     if ((value === undefined || value === null) && prop.default !== undefined) value = prop.default;
+    const isApp = prop.type === "app" || prop.type === "app[]";
+    // `{}` for an app prop says "no credentials" as plainly as leaving it out.
+    if (isApp && isPlainObject(value) && Object.keys(value).length === 0) value = undefined;
     if (value === undefined || value === null) {
-      if (!prop.optional) problems.push({ path: path(prop.name), message: "is required" });
+      // An app prop configured with nothing runs with `$auth: {}`, as Pipedream runs apps without credentials.
+      if (!prop.optional && !isApp) problems.push({ path: path(prop.name), message: "is required" });
       continue;
     }
     if (jsonBytes(value) > MAX_PROP_BYTES) {
@@ -148,6 +159,8 @@ export function checkConfiguredProps(
     const sealsValue = base === "app" || prop.secret;
     // A sealed value is kept when sent back redacted, or when it is the stored value itself (PUT without configured_props).
     const keepPrevious = (v: unknown, old: unknown) => sealsValue && isSealed(old) && (v === REDACTED || v === old);
+    // An account binding is a reference, stored as given; inline credentials are sealed.
+    const seal = (v: unknown) => (sealsValue && !(base === "app" && isAccountBinding(v)) ? sealer.seal(v) : v);
     if (isArray) {
       if (!Array.isArray(value)) {
         problems.push({ path: path(prop.name), message: `must be an array of ${base}` });
@@ -155,17 +168,14 @@ export function checkConfiguredProps(
       }
       const old: unknown[] = Array.isArray(previous[prop.name]) ? (previous[prop.name] as unknown[]) : [];
       const ok = value.every((item, i) => keepPrevious(item, old[i]) || checkScalar(prop, base, item, path(prop.name, `[${i}]`), problems));
-      if (ok)
-        stored[prop.name] = value.map((item: unknown, i): unknown =>
-          keepPrevious(item, old[i]) ? old[i] : sealsValue ? sealer.seal(item) : item,
-        );
+      if (ok) stored[prop.name] = value.map((item: unknown, i): unknown => (keepPrevious(item, old[i]) ? old[i] : seal(item)));
       continue;
     }
     if (keepPrevious(value, previous[prop.name])) {
       stored[prop.name] = previous[prop.name];
       continue;
     }
-    if (checkScalar(prop, base, value, path(prop.name), problems)) stored[prop.name] = sealsValue ? sealer.seal(value) : value;
+    if (checkScalar(prop, base, value, path(prop.name), problems)) stored[prop.name] = seal(value);
   }
   return { stored, problems };
 }
@@ -189,6 +199,35 @@ export function checkTimerValue(
 export function openProps(stored: Record<string, unknown>, sealer: Sealer): Record<string, unknown> {
   const open = (v: unknown): unknown => (isSealed(v) ? sealer.open(v) : Array.isArray(v) ? v.map(open) : v);
   return Object.fromEntries(Object.entries(stored).map(([k, v]) => [k, open(v)]));
+}
+
+/**
+ * Configured values as user code sees them, connected accounts included: a bound account becomes
+ * the prop's `{ $auth }`. Throws when a bound account is gone (the run then fails, naming it).
+ */
+export async function openPropsWithAccounts(
+  stored: Record<string, unknown>,
+  sealer: Sealer,
+  sealedAuth: (accountId: string) => Promise<Sealed | undefined>,
+): Promise<Record<string, unknown>> {
+  const open = async (name: string, v: unknown): Promise<unknown> => {
+    if (isAccountBinding(v)) {
+      const auth = await sealedAuth(v.authProvisionId);
+      if (!auth) throw new MissingAccountError(name, v.authProvisionId);
+      return { $auth: sealer.open(auth) };
+    }
+    if (isSealed(v)) return sealer.open(v);
+    return Array.isArray(v) ? Promise.all(v.map((item) => open(name, item))) : v;
+  };
+  const entries = await Promise.all(Object.entries(stored).map(async ([k, v]) => [k, await open(k, v)] as const));
+  return Object.fromEntries(entries);
+}
+
+export class MissingAccountError extends Error {
+  override readonly name = "ConfigurationError";
+  constructor(prop: string, accountId: string) {
+    super(`configured_props.${prop} binds the connected account ${accountId}, which no longer exists: bind another account`);
+  }
 }
 
 /** Seconds between a timer's fires (a cron's next two fires). */

@@ -14,6 +14,7 @@ import type { LoadedComponent } from "../components/componentCache.js";
 import type { Execution, RunnableSource, SourceRunner } from "../runner/sourceRunner.js";
 import { checkConfiguredProps, type PropRules } from "./configuredProps.js";
 import type { Sealer } from "../secrets/sealer.js";
+import type { ConnectedAccounts } from "../connectedAccounts/connectedAccounts.js";
 import { slugify } from "../slug.js";
 import { endpointToken, newId, type Clock } from "../ids.js";
 
@@ -26,6 +27,8 @@ export interface LifecycleDeps {
   readonly clock: Clock;
   readonly rules: PropRules;
   readonly endpointUrl: (endpointId: string) => string;
+  /** Checks the connected accounts configured props bind (the owner's, of the prop's app). */
+  readonly accounts: Pick<ConnectedAccounts, "checkBindings">;
 }
 
 export interface Changed {
@@ -83,7 +86,7 @@ export class SourceLifecycle {
     });
     // The decider's rules come first (an action is refused before its props are judged), then the props, before any user code runs.
     sourceDecider.decide(command("-", { failed: [], force: false }, {}), sourceDecider.initialState());
-    const stored = this.#checkProps(component, input.configuredProps);
+    const stored = await this.#checkProps(input.ownerId, component, input.configuredProps);
     const runnable: RunnableSource = {
       id,
       creatorId: input.creatorId,
@@ -136,7 +139,7 @@ export class SourceLifecycle {
     });
     const current = await this.#sources.load(source.id);
     sourceDecider.decide(command(source.nameSlug, { failed: [], force: false }), current.state);
-    stored = this.#checkProps(component, input.configuredProps ?? previous, previous);
+    stored = await this.#checkProps(source.ownerId, component, input.configuredProps ?? previous, previous);
     const oldRunnable = this.#runnable(source, previous);
     const newRunnable: RunnableSource = { ...oldRunnable, storedProps: stored };
 
@@ -193,9 +196,16 @@ export class SourceLifecycle {
     return { id: source.id, creatorId: source.creatorId, storedProps, endpointUrl: this.deps.endpointUrl(source.endpointId) };
   }
 
-  #checkProps(component: LoadedComponent, given: Record<string, unknown>, previous?: Record<string, unknown>): Record<string, unknown> {
-    const { stored, problems } = checkConfiguredProps(component.meta.component.props, given, this.deps.sealer, this.deps.rules, previous);
+  async #checkProps(
+    ownerId: string,
+    component: LoadedComponent,
+    given: Record<string, unknown>,
+    previous?: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    const { props } = component.meta.component;
+    const { stored, problems } = checkConfiguredProps(props, given, this.deps.sealer, this.deps.rules, previous);
     if (problems.length > 0) throw new DomainError("invalid_request", `${problems[0].path} ${problems[0].message}`, problems);
+    await this.deps.accounts.checkBindings(ownerId, props, stored);
     return stored;
   }
 

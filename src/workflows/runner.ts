@@ -15,7 +15,8 @@ import { runLogged, skippedRunLogged, type RunTrigger } from "../../commands/run
 import { ERRORS_CHANNEL } from "../../commands/subscriptions/subscription.js";
 import type { WorkflowStep } from "../../commands/workflows/workflow.js";
 import type { Workflow, WorkflowsReadModel } from "../readModels/workflows.js";
-import { checkConfiguredProps, openProps, type PropRules } from "../sources/configuredProps.js";
+import { checkConfiguredProps, openProps, openPropsWithAccounts, type PropRules } from "../sources/configuredProps.js";
+import type { Sealed } from "../secrets/sealer.js";
 import type { Sealer } from "../secrets/sealer.js";
 import { parseJson } from "../json/bounded.js";
 import { OwnerSlots } from "../runner/ownerSlots.js";
@@ -102,6 +103,8 @@ export interface WorkflowRunnerDeps {
   readonly clock: Clock;
   readonly rules: PropRules;
   readonly execute: StepExecutor;
+  /** A connected account's sealed credentials (app props bound with authProvisionId). */
+  readonly accountAuth: (accountId: string) => Promise<Sealed | undefined>;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -143,11 +146,11 @@ export class WorkflowRunner {
       let outcome: InvocationOutcome;
       try {
         if (!component) throw new DomainError("not_found", `the step's component ${step.componentId} is gone`);
-        const props = this.#props(step, component, steps, index);
+        const props = await this.#props(step, component, steps, index);
         outcome = await this.deps.execute({ workflow, step, component, props, steps, invocationId: message.invocationId });
       } catch (error) {
         // Props that do not fit once their expressions are evaluated fail the step like a throw would.
-        const configuration = error instanceof DomainError;
+        const configuration = error instanceof DomainError || (error as Error).name === "ConfigurationError";
         failure = {
           step,
           error: {
@@ -264,8 +267,14 @@ export class WorkflowRunner {
   }
 
   /** The step's props: stored values opened, expressions evaluated against `steps`, checked against the action's props. */
-  #props(step: WorkflowStep, component: LoadedComponent, steps: Record<string, unknown>, index: number): Record<string, unknown> {
-    const evaluated = evaluate(openProps(step.props, this.deps.sealer), steps) as Record<string, unknown>;
+  async #props(
+    step: WorkflowStep,
+    component: LoadedComponent,
+    steps: Record<string, unknown>,
+    index: number,
+  ): Promise<Record<string, unknown>> {
+    const opened = await openPropsWithAccounts(step.props, this.deps.sealer, this.deps.accountAuth);
+    const evaluated = evaluate(opened, steps) as Record<string, unknown>;
     const given = Object.fromEntries(Object.entries(evaluated).filter(([, value]) => value !== undefined));
     const known = component.meta.component.props;
     const checked = checkConfiguredProps(known, given, this.deps.sealer, this.deps.rules);

@@ -19,6 +19,7 @@ import { slugify } from "../slug.js";
 import { endpointToken, newId, type Clock } from "../ids.js";
 import { isFilePath, triggerOf, type StepDefinition, type WorkflowDefinition } from "./definition.js";
 import { expressionProblems, hasExpression } from "./expressions.js";
+import type { ConnectedAccounts } from "../connectedAccounts/connectedAccounts.js";
 
 export interface WorkflowServiceDeps {
   readonly store: EventStore;
@@ -29,6 +30,8 @@ export interface WorkflowServiceDeps {
   readonly rules: PropRules;
   /** Read-your-writes: waits until this node's read models include a log position. */
   readonly waitFor: (position: number) => Promise<void>;
+  /** Checks the connected accounts app props bind (the owner's, of the prop's app). */
+  readonly accounts: Pick<ConnectedAccounts, "checkBindings">;
 }
 
 export interface Deployed {
@@ -207,6 +210,7 @@ export class WorkflowService {
         continue;
       }
       const stored = this.#props(component, step.props ?? {}, `${where}.props`, problems);
+      await this.deps.accounts.checkBindings(ownerId, component.meta.component.props, stored);
       steps.push({ cellId: newId("c"), name: step.name, componentId: component.id, kind, props: stored });
     }
     if (problems.length > 0) throw new DomainError("invalid_request", `${problems[0].path} ${problems[0].message}`, problems);

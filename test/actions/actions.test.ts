@@ -197,6 +197,32 @@ describe("actions run by hand (real server, SMTP, S3 and HTTP receivers)", funct
     expect((await refused(ids["get-json"], { httpkit: "k-123", path: "/x" }))[0]).to.match(/^body\.props\.httpkit must be/);
   });
 
+  it("an app prop bound to a connected account; a wrong or unknown account answers 400 on the prop", async () => {
+    const created = await admin.post("/v1/accounts", {
+      app: "httpkit",
+      name: "staging",
+      auth: { base_url: `${receiver.url}/acct`, api_key: "k-from-account" },
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    const account = created.body.data.id as string;
+    receiver.reply = JSON.stringify({ from: "account" });
+    try {
+      const got = await ok(ids["get-json"], { props: { httpkit: { authProvisionId: account }, path: "/me" } });
+      expect(got.return_value).to.deep.equal({ from: "account" });
+      const request = receiver.received.find((r) => r.path === "/acct/me")!;
+      expect(request.headers.authorization).to.equal("Bearer k-from-account");
+    } finally {
+      receiver.reply = "{}";
+    }
+    const other = await admin.post("/v1/accounts", { app: "textkit", name: "t", auth: { token: "x" } });
+    expect(await refused(ids["get-json"], { httpkit: { authProvisionId: other.body.data.id }, path: "/me" })).to.deep.equal([
+      "body.props.httpkit.authProvisionId names an account of textkit, this prop needs httpkit",
+    ]);
+    expect(await refused(ids["get-json"], { httpkit: { authProvisionId: "apn_doesnotexist0000" }, path: "/me" })).to.deep.equal([
+      "body.props.httpkit binds a connected account that does not exist (or is not yours)",
+    ]);
+  });
+
   it("$.send.http reaches the receiver once the run succeeded (headers, params, JSON data)", async () => {
     const before = receiver.received.length;
     const sent = await ok(ids["post-webhook"], {

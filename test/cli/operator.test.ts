@@ -134,5 +134,19 @@ describe("operator CLI", function () {
       expect(missing.status).to.equal(1);
       expect(missing.stderr).to.match(/^headwater: the compiled CLI \(dist\/\) is missing\. Build it with `npm run build`/);
     });
+
+    it("`npx headwater --help` works in the checkout once installed (what a fresh clone gets after npm install)", () => {
+      const npx = spawnSync("npx", ["--no-install", "headwater", "--help"], {
+        cwd: repoRoot,
+        encoding: "utf8",
+        env: baseEnv(),
+        timeout: 60_000,
+      });
+      expect(npx.status, npx.stderr).to.equal(0);
+      expect(npx.stdout)
+        .to.match(/^Usage: headwater/)
+        .and.include("deploy")
+        .and.include("start");
+    });
   });
 });

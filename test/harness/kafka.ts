@@ -255,6 +255,48 @@ async function waitUntilReady(address: string, exited: Promise<number | null>, l
   throw new KafkaHarnessError(`the broker at ${address} did not answer within ${timeoutMs} ms: ${String(lastError)}`);
 }
 
+/**
+ * Runs Maven, printing its downloads as they finish (a line per 5 MB, with a running total) so a
+ * first run's ~46 MB is visibly progressing; the whole output is kept for the error message.
+ */
+function mavenWithProgress(args: readonly string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("mvn", args, { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    let pending = "";
+    let files = 0;
+    let kilobytes = 0;
+    let reported = 0;
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10 * 60_000);
+    child.stdout.on("data", (chunk: Buffer) => {
+      const text = chunk.toString("utf8");
+      output = (output + text).slice(-20_000);
+      pending += text;
+      const lines = pending.split("\n");
+      pending = lines.pop() ?? "";
+      for (const line of lines) {
+        // e.g. "Downloaded from central: https://…/kafka_2.13-3.9.1.jar (6.4 MB at 2.1 MB/s)"
+        const match = /Downloaded from \S+: \S*\/([^/\s]+\.jar) \(([\d.]+) (kB|MB|B)/.exec(line);
+        if (!match) continue;
+        files++;
+        kilobytes += Number(match[2]) * (match[3] === "MB" ? 1024 : match[3] === "B" ? 1 / 1024 : 1);
+        if (kilobytes / 1024 < reported + 5) continue; // a line per 5 MB
+        reported = Math.floor(kilobytes / 1024);
+        process.stderr.write(`kafka harness: ${(kilobytes / 1024).toFixed(1)} MB in ${files} jars (${match[1]})\n`);
+      }
+    });
+    child.stderr.on("data", (chunk: Buffer) => (output = (output + chunk.toString("utf8")).slice(-20_000)));
+    child.once("error", (error) => (clearTimeout(timer), reject(error)));
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      if (code === 0) {
+        process.stderr.write(`kafka harness: downloaded ${(kilobytes / 1024).toFixed(1)} MB in ${files} jars\n`);
+        resolve();
+      } else reject(Object.assign(new Error(`mvn exited with ${code}`), { stdout: output }));
+    });
+  });
+}
+
 /** The jars for the first version Maven resolves, cached in .cache/kafka/<version>/libs. */
 async function kafkaLibs(): Promise<{ version: string; libs: string }> {
   const failures: string[] = [];
@@ -267,19 +309,15 @@ async function kafkaLibs(): Promise<{ version: string; libs: string }> {
     // Copied into a private directory first, so concurrent test runs never see half a download.
     const staging = path.join(projectDir, `libs.${process.pid}.tmp`);
     try {
-      await run(
-        "mvn",
-        [
-          "-B",
-          "-q",
-          "-f",
-          path.join(projectDir, "pom.xml"),
-          "dependency:copy-dependencies",
-          `-DoutputDirectory=${staging}`,
-          "-DincludeScope=runtime",
-        ],
-        { maxBuffer: 64 * 1024 * 1024, timeout: 10 * 60_000 },
-      );
+      process.stderr.write(`kafka harness: downloading Kafka ${version}'s jars (~46 MB) from Maven Central into ${cacheDir} (once)…\n`);
+      await mavenWithProgress([
+        "-B",
+        "-f",
+        path.join(projectDir, "pom.xml"),
+        "dependency:copy-dependencies",
+        `-DoutputDirectory=${staging}`,
+        "-DincludeScope=runtime",
+      ]);
       await writeFile(path.join(staging, ".complete"), `${new Date().toISOString()}\n`);
       await rename(staging, libs).catch(async () => {
         if (!existsSync(path.join(libs, ".complete"))) throw new KafkaHarnessError(`could not move ${staging} to ${libs}`);

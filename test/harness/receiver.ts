@@ -8,10 +8,15 @@ export interface Received {
   readonly body: string;
 }
 
+/** Answers a request itself (an API a component talks to, a feed with its own headers). */
+export type Route = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
+
 /** A real HTTP server on loopback that records what it receives and serves fixed files. */
 export class Receiver {
   readonly received: Received[] = [];
   readonly files = new Map<string, { body: string; type?: string }>();
+  /** By path without the query; checked before the files. */
+  readonly routes = new Map<string, Route>();
   #server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -24,6 +29,11 @@ export class Receiver {
     const path = req.url ?? "/";
     const received: Received = { method: req.method ?? "", path, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
     this.received.push(received);
+    const route = this.routes.get(path.split("?")[0]);
+    if (route) {
+      route(req, res, received.body);
+      return;
+    }
     const file = this.files.get(path);
     if (file) {
       res.writeHead(200, { "content-type": file.type ?? "text/javascript" });

@@ -84,6 +84,8 @@ export class TestServer {
     return {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
+      // Where this machine keeps extra CA certificates (a proxy in front of the npm registry).
+      ...(process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {}),
       PORT: "0",
       HEADWATER_DATA_DIR: this.dataDir,
       HEADWATER_BOOTSTRAP_KEY: this.bootstrapKey,
@@ -127,11 +129,16 @@ export class TestServer {
     });
     this.url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${this.output}`)), timeoutMs);
+      let listening = false;
       child.stdout.on("data", (chunk: Buffer) => {
         this.output += chunk.toString();
+        if (process.env.HEADWATER_TEST_VERBOSE) process.stderr.write(chunk);
+        // Only until it listens: the server keeps writing its logs here, and the output only grows.
+        if (listening) return;
         // A node without the api role serves no HTTP: it says so instead, and its url stays "".
         const match = /Headwater listening on (\S+)|Headwater node running without the api role/.exec(this.output);
         if (match) {
+          listening = true;
           clearTimeout(timer);
           resolve(match[1] ?? "");
         }

@@ -570,15 +570,15 @@ describe("runtime: the sandbox boundary", function () {
       for (const [, fn, self] of ev.prelude) expect([fn, self]).to.deep.equal(["undefined", "undefined"]);
     });
 
-    it("globalThis holds no bridge function, and every constructor route to process fails", async () => {
+    it("globalThis holds no bridge function, and every constructor route to process reaches only the sandbox's", async () => {
       const o = await run(
         source(`
           const names = Object.getOwnPropertyNames(globalThis);
           const routes = {
-            fn: () => Function("return typeof process")(),
+            fn: () => Function("return typeof process.dlopen + ':' + process.pid")(),
             async: () => (async () => {}).constructor("return typeof process")(),
-            gen: () => (function* () {}).constructor("return typeof process")().next().value,
-            emit: () => this.$emit.constructor("return typeof process")(),
+            gen: () => (function* () {}).constructor("return Object.keys(process.env).join()")().next().value,
+            emit: () => this.$emit.constructor("return process.binding('fs')")(),
             dbSet: () => this.db.set.constructor("return typeof require")(),
             respond: () => this.http.respond.constructor("return typeof __hw_bridge_db")(),
             timer: () => setTimeout.constructor("return typeof __hw_entry")(),
@@ -597,15 +597,16 @@ describe("runtime: the sandbox boundary", function () {
         bridge: [],
         modulesFrozen: true,
         out: {
-          fn: "undefined",
+          fn: "function:1",
           async: "promise",
-          gen: "undefined",
-          emit: "undefined",
+          gen: "PD_COMPONENT,NODE_ENV,TMPDIR",
+          emit: "Error",
           dbSet: "undefined",
           respond: "undefined",
           timer: "undefined",
         },
-        hostLike: [],
+        // The sandbox's own process object; the host's is nowhere.
+        hostLike: ["process"],
       });
     });
   });

@@ -183,7 +183,9 @@ describe("runtime: component fixture corpus", function () {
       ((await prepareFixture(runtime, `invalid/${file}`).catch((e: unknown) => e)) as ComponentValidationError).problems
         .map((p) => p.message)
         .join(" | ");
-    expect(await messages("requires-fs.cjs")).to.match(/imports the Node module "fs", which is not available in the sandbox/);
+    expect(await messages("requires-child-process.cjs")).to.match(
+      /imports the Node module "child_process", which is not available in the sandbox/,
+    );
     expect(await messages("throws-on-load.mjs")).to.match(/threw while loading: SyntaxError/);
     expect(await messages("unknown-prop-type.mjs")).to.match(/unknown prop type "strin"/);
     expect(await messages("secret-on-integer.mjs")).to.match(/secret is only allowed on string props/);

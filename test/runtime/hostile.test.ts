@@ -36,19 +36,46 @@ describe("runtime: hostile code", function () {
     expect(after.ok).to.equal(true);
   });
 
-  it("process is not defined", async () => {
-    const o = await run(`this.$emit({ pid: process.pid });`);
-    expect(o.ok).to.equal(false);
-    expect(o.error).to.include({ name: "ReferenceError", message: "process is not defined" });
+  it("process is the sandbox's: no host pid, environment, bindings or exit", async () => {
+    const o = await run(`
+      const tries = {};
+      for (const name of ["binding", "dlopen", "kill", "exit", "abort", "chdir"]) {
+        try { process[name]("x"); tries[name] = "ran"; } catch (e) { tries[name] = e.message; }
+      }
+      this.$emit({ pid: process.pid, env: Object.keys(process.env).sort(), tries, mainModule: typeof process.mainModule });`);
+    expect(o.ok, JSON.stringify(o.error)).to.equal(true);
+    const e = o.emits[0].event as { pid: number; env: string[]; tries: Record<string, string>; mainModule: string };
+    expect(e.pid).to.equal(1);
+    expect(e.env).to.deep.equal(["NODE_ENV", "PD_COMPONENT", "TMPDIR"]);
+    for (const [name, message] of Object.entries(e.tries)) expect(message, name).to.match(/is not available in the sandbox/);
+    expect(e.mainModule).to.equal("undefined");
   });
 
-  it("require('fs') fails the save; a dynamic require fails the run", async () => {
+  it("require('fs') reaches only the run's in-memory /tmp; child_process fails the save; a dynamic require fails the run", async () => {
+    const reading = await prepareCode(
+      runtime,
+      `const fs = require("fs"); module.exports = { name: "x", version: "1", async run() {
+         const out = {};
+         for (const p of ["/etc/passwd", "/proc/self/environ", "../etc/passwd", "/tmp/../../etc/passwd", "file:///etc/passwd"]) {
+           try { fs.readFileSync(p.startsWith("file:") ? new URL(p) : p); out[p] = "read"; } catch (e) { out[p] = e.code; }
+         }
+         this.$emit(out);
+       } };`,
+    );
+    const read = await runtime.invoke(invocation(reading));
+    expect(read.emits[0].event).to.deep.equal({
+      "/etc/passwd": "EACCES",
+      "/proc/self/environ": "EACCES",
+      "../etc/passwd": "EACCES",
+      "/tmp/../../etc/passwd": "EACCES",
+      "file:///etc/passwd": "EACCES",
+    });
     const save = await prepareCode(
       runtime,
-      `const fs = require("fs"); module.exports = { name: "x", version: "1", async run() { fs.readFileSync("/etc/passwd"); } };`,
+      `const cp = require("child_process"); module.exports = { name: "x", version: "1", async run() { cp.execSync("id"); } };`,
     ).catch((e: unknown) => e);
     expect(save).to.be.instanceOf(ComponentValidationError);
-    expect((save as ComponentValidationError).problems[0].message).to.match(/"fs", which is not available in the sandbox/);
+    expect((save as ComponentValidationError).problems[0].message).to.match(/"child_process", which is not available in the sandbox/);
     const o = await run(
       `const r = typeof require === "function" ? require : null; if (!r) throw new Error("no require"); r("f" + "s").readFileSync("/etc/passwd");`,
     );
@@ -56,28 +83,28 @@ describe("runtime: hostile code", function () {
     expect(o.error?.message).to.match(/not available in the sandbox|no require/);
   });
 
-  it("this.constructor.constructor('return process')() reaches nothing", async () => {
+  it("this.constructor.constructor('return process')() reaches only the sandbox's process", async () => {
     const o = await run(`
-      const viaThis = this.constructor.constructor("return typeof process")();
+      const viaThis = this.constructor.constructor("return typeof process.binding")();
       const viaEmit = this.$emit.constructor("return this")();
       const viaDb = this.db.get.constructor.constructor("return globalThis")();
       this.$emit({
         viaThis,
         sameGlobal: viaEmit === globalThis && viaDb === globalThis,
         hidden: Object.getOwnPropertyNames(globalThis).filter((n) => n.startsWith("__hw_") && n !== "__hw_modules"),
-        env: typeof globalThis.process, req: typeof globalThis.require, mod: typeof globalThis.module,
+        env: Object.keys(globalThis.process.env).length, req: typeof globalThis.require, mod: typeof globalThis.module,
       });
-      this.constructor.constructor("return process")();`);
+      this.constructor.constructor("return process")().binding("natives");`);
     expect(o.emits[0]?.event).to.deep.equal({
-      viaThis: "undefined",
+      viaThis: "function",
       sameGlobal: true,
       hidden: [],
-      env: "undefined",
+      env: 3,
       req: "undefined",
       mod: "undefined",
     });
     expect(o.ok).to.equal(false);
-    expect(o.error).to.include({ name: "ReferenceError", message: "process is not defined" });
+    expect(o.error?.message).to.match(/process.binding\(\) is not available in the sandbox/);
   });
 
   it("prototype tampering of bridged objects stays inside the one isolate", async () => {

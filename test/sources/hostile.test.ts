@@ -6,7 +6,9 @@ const hostile: Record<string, string> = {
   "infinite loop": "for (;;) {}",
   "never-settling promise": "await new Promise(() => {});",
   "memory bomb": "const hog = []; for (;;) hog.push(new Array(1e6).fill(Math.random()));",
-  "process escape": "this.$emit(this.constructor.constructor('return process')().env);",
+  // The global process is the sandbox's: no host environment, no bindings.
+  "process escape":
+    "const p = this.constructor.constructor('return process')(); if (p.env.PATH || p.env.HEADWATER_BOOTSTRAP_KEY) throw new Error('leaked'); p.binding('spawn_sync');",
   "require of a computed name":
     "const name = ['f', 's'].join(''); const fs = require(name); this.$emit(fs.readFileSync('/etc/passwd', 'utf8'));",
   "prototype tampering": "Object.prototype.polluted = 1; this.$emit.constructor('return process')().exit(1);",
@@ -20,12 +22,21 @@ describe("sources: hostile code (real server)", function () {
   before(() => server.start());
   after(() => server.stop());
 
-  it("a static import of fs fails the save with a 400 naming it", async () => {
-    const r = await server.client().post("/v1/sources", {
-      component_code: `import fs from "fs"; export default { name: "fs", version: "1", props: { http: "$.interface.http" }, async run() { this.$emit(fs.readFileSync("/etc/passwd", "utf8")); } };`,
+  it("a static import of child_process fails the save with a 400 naming it; fs reaches only the run's /tmp", async () => {
+    const admin = server.client();
+    const r = await admin.post("/v1/sources", {
+      component_code: `import { execSync } from "child_process"; export default { name: "cp", version: "1", props: { http: "$.interface.http" }, async run() { this.$emit(execSync("id").toString()); } };`,
     });
     expect(r.status).to.equal(400);
-    expect(r.body.details[0].message).to.include(`"fs"`);
+    expect(r.body.details[0].message).to.include(`"child_process"`);
+    const files = await admin.post("/v1/sources", {
+      component_code: `import fs from "fs"; export default { name: "fs", version: "1", props: { http: "$.interface.http" }, async run() { this.$emit(fs.readFileSync("/etc/passwd", "utf8")); } };`,
+    });
+    expect(files.status, JSON.stringify(files.body)).to.equal(200);
+    const outcome = (await admin.post(`/v1/sources/${files.body.data.id}/run`, {})).body.data;
+    expect(outcome.ok).to.equal(false);
+    expect(outcome.error.message).to.match(/^EACCES: permission denied, open '\/etc\/passwd'/);
+    expect(JSON.stringify(outcome)).to.not.match(/root:x:0:0/);
   });
 
   for (const [name, body] of Object.entries(hostile)) {

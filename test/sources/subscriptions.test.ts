@@ -348,26 +348,36 @@ describe("delivery: giving up and retention (real server)", function () {
     }
   });
 
-  it("keeps events in the log until the router has passed them, even beyond the kept window", async () => {
+  it("keeps a listened emitter's events in the log until the router has passed them; an emitter nobody listens to is trimmed at once", async () => {
     const roles = "api,runner,scheduler,projector";
-    const server = new TestServer({ env: { HEADWATER_ROLES: roles } });
-    await server.start();
+    const env = { HEADWATER_ALLOW_PRIVATE_NETWORKS: "1" };
+    const server = new TestServer({ env: { ...env, HEADWATER_ROLES: roles } });
+    const receiver = new Receiver();
+    await Promise.all([server.start(), receiver.start()]);
     const { openEventStore } = await import("../../src/store/open.js");
+    const MANY = `export default { name: "Many", version: "1.0.0", props: { http: "$.interface.http" },
+        async run() { for (let n = 0; n < 150; n++) this.$emit({ n }); } };`;
+    const emitted = async (store: { readStream: (s: string) => Promise<{ type: string }[]> }, id: string) =>
+      (await store.readStream(`emitter-${id}`)).filter((e) => e.type === "EventEmitted").length;
     try {
       const admin = server.client();
-      const source = await deploy(
-        admin,
-        `export default { name: "Many", version: "1.0.0", props: { http: "$.interface.http" },
-        async run() { for (let n = 0; n < 150; n++) this.$emit({ n }); } };`,
-      );
-      await admin.post(`/v1/sources/${source.id}/run`, {});
-      await sleep(2_500);
+      const listened = await deploy(admin, MANY, {}, "listened");
+      const alone = await deploy(admin, MANY, {}, "alone");
+      const hook = (await admin.post(`/v1/webhooks?url=${encodeURIComponent(`${receiver.url}/kept`)}`)).body.data;
+      expect((await admin.post(`/v1/subscriptions?emitter_id=${listened.id}&listener_id=${hook.id}`)).status).to.equal(200);
+      await admin.post(`/v1/sources/${listened.id}/run`, {});
+      await admin.post(`/v1/sources/${alone.id}/run`, {});
       const store = await openEventStore(server.eventStoreUrl);
       try {
-        const kept = (await store.readStream(`emitter-${source.id}`)).filter((e) => e.type === "EventEmitted");
-        expect(kept, "no dispatcher routed them yet: nothing is dropped").to.have.length(150);
+        await eventually(
+          "the unlistened emitter trimmed to the kept window",
+          async () => ((await emitted(store, alone.id)) === 100 ? true : undefined),
+          20_000,
+        );
+        expect(await emitted(store, listened.id), "no dispatcher routed them yet: nothing is dropped").to.equal(150);
         await server.stop();
         const full = new TestServer({
+          env,
           dataDir: server.dataDir,
           bootstrapKey: server.bootstrapKey,
           ...(server.cluster ? { cluster: server.cluster } : {}),
@@ -376,12 +386,11 @@ describe("delivery: giving up and retention (real server)", function () {
         try {
           await eventually(
             "routed, then trimmed to the kept window",
-            async () => {
-              const left = (await store.readStream(`emitter-${source.id}`)).filter((e) => e.type === "EventEmitted");
-              return left.length === 100 ? true : undefined;
-            },
+            async () => ((await emitted(store, listened.id)) === 100 ? true : undefined),
             30_000,
           );
+          const delivered = await receiver.waitFor((r) => r.path === "/kept", 150, 30_000);
+          expect(new Set(delivered.map((r) => JSON.parse(r.body).event.n)).size).to.equal(150);
         } finally {
           await full.stop();
         }
@@ -390,6 +399,7 @@ describe("delivery: giving up and retention (real server)", function () {
       }
     } finally {
       await server.stop();
+      await receiver.stop();
     }
   });
 });

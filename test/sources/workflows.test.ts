@@ -383,6 +383,38 @@ steps:
     expect(all.map((e) => e.event.raw_event.i)).to.deep.equal(Array.from({ length: 100 }, (_, i) => i + 5));
   });
 
+  it("a step's app prop runs with the credentials of a connected account it binds", async () => {
+    const account = await admin.post("/v1/accounts", { app: "acme", name: "work", auth: { api_key: "k-123456" } });
+    expect(account.status, JSON.stringify(account.body)).to.equal(200);
+    const workflow = await deployWorkflow(admin, {
+      name: "With account",
+      steps: [
+        {
+          name: "call",
+          code: `export default { name: "Acme call", version: "0.1.0", type: "action",
+  props: { acme: { type: "app", app: "acme" } },
+  async run() { return { key: this.acme.$auth.api_key.slice(0, 2) + "…" }; } };`,
+          props: { acme: { authProvisionId: account.body.data.id } },
+        },
+      ],
+    });
+    expect(JSON.stringify(workflow)).to.not.include("k-123456");
+    expect((await run(admin, workflow.id)).steps[0].return_value).to.deep.equal({ key: "k-…" });
+    const theirs = await other.post("/v1/workflows", {
+      definition: {
+        name: "Steal",
+        steps: [
+          {
+            name: "s",
+            code: "export default { name: 'S', version: '1', type: 'action', props: { acme: { type: 'app', app: 'acme' } }, async run() { return this.acme.$auth; } };",
+            props: { acme: { authProvisionId: account.body.data.id } },
+          },
+        ],
+      },
+    });
+    expect(theirs.status).to.equal(404);
+  });
+
   it("counts workflow runs against the owner's daily invocations", async () => {
     const created = server.cli("admin", "user", "create", "--username", "wffree", "--email", "wffree@example.com");
     const free = server.client(created.json.api_key);

@@ -2,11 +2,20 @@
 // relative path (fetched relative to component_url), the sandbox's built-in modules, and npm
 // packages from the host cache. The output is one script: __hw_define(function (module, exports,
 // require) { ...CommonJS... }), which the prelude runs to obtain the component.
+import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import type { Problem } from "../errors.js";
 import { ModuleFetchError, UPLOAD_BASE, type ModuleLoader } from "./moduleSource.js";
 import type { NpmCache } from "./npmCache.js";
-import { builtinName, packageOfPath, parseNpmSpecifier, SANDBOX_BUILTINS, SANDBOX_PACKAGES } from "./specifier.js";
+import {
+  AVAILABLE_BUILTINS,
+  builtinName,
+  LAZY_BUILTINS,
+  packageOfPath,
+  parseNpmSpecifier,
+  SANDBOX_BUILTINS,
+  SANDBOX_PACKAGES,
+} from "./specifier.js";
 
 export interface BundleInput {
   readonly code: string;
@@ -29,6 +38,10 @@ export class BundleError extends Error {
 }
 
 const ENTRY = "component-entry";
+/** The Node modules bundled on demand (src/runtime/isolate/node/, compiled beside this folder). */
+const NODE_MODULES_DIR = fileURLToPath(new URL("../isolate/node/", import.meta.url));
+/** Packages ask for the npm polyfills of these with a trailing slash ("process/"): the prelude's serve them. */
+const PRELUDE_PACKAGES = new Set(["process/", "buffer/", "events/"]);
 const MAX_MODULES = 50;
 
 /** What Node, TypeScript and Pipedream try for a relative specifier without a known extension, in order. */
@@ -104,9 +117,21 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
         if (npmSpec && SANDBOX_PACKAGES.has(npmSpec.name) && npmSpec.subpath === "") {
           return { path: npmSpec.name, namespace: "sandbox-module" };
         }
+        if (PRELUDE_PACKAGES.has(spec)) return { path: spec.slice(0, -1), namespace: "sandbox-module" };
         const builtin = builtinName(spec);
         if (builtin !== undefined) {
           if (SANDBOX_BUILTINS.has(builtin)) return { path: builtin, namespace: "sandbox-module" };
+          const lazy = LAZY_BUILTINS.get(builtin);
+          if (lazy !== undefined) {
+            if (lazy.startsWith("./")) return { path: lazy.slice(2), namespace: "node-module" };
+            const polyfill = await build.resolve(lazy, {
+              kind: args.kind,
+              resolveDir: NODE_MODULES_DIR,
+              pluginData: { headwaterPassThrough: true },
+            });
+            if (polyfill.errors.length > 0) return { errors: polyfill.errors };
+            return polyfill;
+          }
           if (!fromComponentCode) {
             // A package may map the module away for browsers ("browser": { "fs": false }).
             const mapped = await build.resolve(spec, {
@@ -120,7 +145,7 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
           return {
             errors: [
               {
-                text: `${who(args.importer, args.namespace)} imports the Node module "${builtin}", which is not available in the sandbox (available: ${[...SANDBOX_BUILTINS].join(", ")})`,
+                text: `${who(args.importer, args.namespace)} imports the Node module "${builtin}", which is not available in the sandbox (available: ${AVAILABLE_BUILTINS.join(", ")})`,
               },
             ],
           };
@@ -201,6 +226,13 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
 
       build.onLoad({ filter: /.*/, namespace: "sandbox-module" }, (args) => ({
         contents: `module.exports = globalThis.__hw_modules[${JSON.stringify(args.path)}];`,
+        loader: "js",
+      }));
+
+      // Node's CommonJS shape (require("stream") is the Stream class) from each module's default export.
+      build.onLoad({ filter: /.*/, namespace: "node-module" }, (args) => ({
+        contents: `module.exports = require(${JSON.stringify(NODE_MODULES_DIR + args.path)}).default;`,
+        resolveDir: NODE_MODULES_DIR,
         loader: "js",
       }));
 

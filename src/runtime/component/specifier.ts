@@ -3,8 +3,43 @@
 import { builtinModules } from "node:module";
 import semver from "semver";
 
-/** Built-ins the sandbox provides (its own implementations). */
-export const SANDBOX_BUILTINS = new Set(["crypto", "buffer", "url", "querystring", "util", "events", "timers", "timers/promises"]);
+/** Built-ins the prelude provides to every isolate (its own implementations, small). */
+export const SANDBOX_BUILTINS = new Set([
+  "crypto",
+  "buffer",
+  "url",
+  "querystring",
+  "util",
+  "events",
+  "timers",
+  "timers/promises",
+  "process",
+  "perf_hooks",
+]);
+
+/**
+ * Built-ins bundled into a component only when it (or a package it uses) imports them: the
+ * heavier polyfills, kept out of the prelude every isolate runs. "./x.js" names a module of
+ * src/runtime/isolate/node/, anything else an npm polyfill among Headwater's dependencies.
+ */
+export const LAZY_BUILTINS: ReadonlyMap<string, string> = new Map([
+  ["stream", "./stream.js"],
+  ["stream/promises", "./streamPromises.js"],
+  ["http", "./http.js"],
+  ["https", "./https.js"],
+  ["fs", "./fs.js"],
+  ["fs/promises", "./fsPromises.js"],
+  ["os", "./os.js"],
+  ["zlib", "./zlib.js"],
+  ["assert/strict", "./assertStrict.js"],
+  ["path", "path-browserify"],
+  ["path/posix", "path-browserify"],
+  ["string_decoder", "string_decoder/"],
+  ["assert", "assert/"],
+]);
+
+/** Every built-in a component may import by name. */
+export const AVAILABLE_BUILTINS = [...SANDBOX_BUILTINS, ...LAZY_BUILTINS.keys()].sort();
 
 /** Packages served by Headwater's own modules instead of npm: the platform and HTTP clients. */
 export const SANDBOX_PACKAGES = new Set([

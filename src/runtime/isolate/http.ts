@@ -11,6 +11,8 @@ export interface RawRequest {
   timeoutMs?: number;
   maxResponseBytes?: number;
   maxRedirects?: number;
+  /** false: the body as the server sent it (Node's http does not decode gzip). Default true. */
+  decompress?: boolean;
 }
 
 export interface RawResponse {

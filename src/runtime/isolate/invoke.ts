@@ -34,6 +34,7 @@ import {
 } from "./primordials.js";
 import { makeSend } from "./send.js";
 import { clearAllTimers } from "./timers.js";
+import { clearTmp } from "./tmpStore.js";
 import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_NAME_CHARS, MAX_ERROR_STACK_CHARS, MAX_EXIT_REASON_CHARS } from "../rules.js";
 
 export interface InvokePayload {
@@ -343,6 +344,7 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
   }
   clearAllTimers();
   abandonHttp();
+  clearTmp();
   let returnJson: string | undefined;
   let exportsJson: string | undefined;
   if (error === undefined && exited === undefined && ((isAction && p.method === "run") || p.method === "additionalProps")) {

@@ -2,14 +2,15 @@
 // bridge, installs the globals a component expects (console, timers, URL, TextEncoder, Buffer,
 // fetch, crypto.getRandomValues) and the module registry, then exposes load / invoke / describe /
 // dispatch to the host through one global the host removes right away.
-import { Buffer } from "buffer";
+import { Buffer, INSPECT_MAX_BYTES, kMaxLength, SlowBuffer } from "buffer";
 import EventEmitter from "events";
+import { registerReadable } from "./bodyStream.js";
 import { setBridge, takeBridge } from "./bridge.js";
 import { exportedComponent, isRecord, type AnyRecord } from "./component.js";
 import { sandboxConsole } from "./console.js";
 import { describeComponent } from "./describe.js";
 import { AbortController, AbortSignal, fetch, Headers, nodeFetchModule, Response } from "./fetch.js";
-import { settleHttp } from "./http.js";
+import { HttpBridgeError, hostRequest, settleHttp } from "./http.js";
 import { errorFields, invoke, loadResultJson } from "./invoke.js";
 import { stringify } from "./primordials.js";
 import axios from "./modules/axios.js";
@@ -19,7 +20,9 @@ import * as querystring from "./modules/querystring.js";
 import * as types from "./modules/types.js";
 import * as urlModule from "./modules/url.js";
 import * as util from "./modules/util.js";
+import { sandboxProcess } from "./process.js";
 import { TextDecoder, TextEncoder } from "./textCodec.js";
+import { tmpStore } from "./tmpStore.js";
 import { fireTimer, setUncaughtHandler, timerGlobals, timersModule } from "./timers.js";
 import { URL, URLSearchParams } from "./url.js";
 
@@ -57,6 +60,7 @@ const globals: AnyRecord = {
   crypto: webCrypto,
   performance,
   global: globalThis,
+  process: sandboxProcess,
   atob: (s: string) => Buffer.from(String(s), "base64").toString("latin1"),
   btoa: (s: string) => Buffer.from(String(s), "latin1").toString("base64"),
   structuredClone: (v: unknown) => (v === undefined ? undefined : JSON.parse(stringify(v))),
@@ -65,12 +69,23 @@ for (const [name, value] of Object.entries(globals)) defineGlobal(name, value);
 // WebAssembly memory is allocated outside the isolate's heap limit, so it is not offered.
 delete g["WebAssembly"];
 
+const bufferExports = {
+  Buffer,
+  SlowBuffer,
+  kMaxLength,
+  INSPECT_MAX_BYTES,
+  constants: { MAX_LENGTH: kMaxLength, MAX_STRING_LENGTH: 2 ** 29 - 24 },
+  atob: globals["atob"],
+  btoa: globals["btoa"],
+};
+const bufferModule = { ...bufferExports, default: bufferExports };
+
 const eventsModule = Object.assign(EventEmitter, { EventEmitter, default: EventEmitter });
 
 /** Built-in modules the component bundle reads through its virtual modules. */
 const modules: AnyRecord = {
   crypto: cryptoModule,
-  buffer: { Buffer, default: { Buffer } },
+  buffer: bufferModule,
   url: urlModule,
   querystring,
   util,
@@ -83,6 +98,10 @@ const modules: AnyRecord = {
   "node-fetch": nodeFetchModule,
   "cross-fetch": nodeFetchModule,
   "isomorphic-fetch": nodeFetchModule,
+  process: sandboxProcess,
+  perf_hooks: { performance, default: { performance } },
+  // What the Node modules bundled on demand (isolate/node/) build on: the host HTTP bridge and /tmp.
+  "headwater:internals": Object.freeze({ hostRequest, HttpBridgeError, tmp: tmpStore, registerReadable }),
 };
 Object.defineProperty(g, "__hw_modules", { value: Object.freeze({ ...modules }), enumerable: false, writable: false, configurable: false });
 

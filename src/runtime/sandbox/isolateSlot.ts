@@ -83,6 +83,7 @@ export class IsolateSlot {
   private readonly timers = new Map<number, NodeJS.Timeout>();
   private httpActive = 0;
   private readonly httpWaiting: (() => void)[] = [];
+  private readonly dispatching = new Set<Promise<unknown>>();
   disposed = false;
   lastUsed = Date.now();
 
@@ -199,9 +200,21 @@ export class IsolateSlot {
 
   private dispatch(kind: "timer" | "http", id: number, payload: unknown): void {
     if (this.disposed || !this.dispatchRef) return;
-    this.dispatchRef.apply(undefined, [kind, id, payload], { arguments: { copy: true } }).catch(() => {
+    const applied = this.dispatchRef.apply(undefined, [kind, id, payload], { arguments: { copy: true } }).catch(() => {
       /* the isolate went away meanwhile */
     });
+    this.dispatching.add(applied);
+    void applied.finally(() => this.dispatching.delete(applied));
+  }
+
+  /**
+   * Waits for the calls into the isolate still under way (timers, HTTP answers). The callbacks a
+   * dispatch's code makes (emits, logs) reach this thread in order with that dispatch, not with
+   * the invocation's result, which can arrive first: a run ends only after them.
+   */
+  async settleDispatches(): Promise<void> {
+    // Bounded: after the run, the isolate's timers are cleared and no answer is dispatched any more.
+    for (let round = 0; round < 3 && this.dispatching.size > 0; round++) await Promise.all([...this.dispatching]);
   }
 
   private onLog(level: unknown, message: unknown): void {
@@ -409,6 +422,7 @@ export class IsolateSlot {
           timeoutMs: Math.min(askedTimeout, remaining),
           maxResponseBytes: Math.min(askedMax, limits.httpMaxResponseBytes),
           ...(typeof r["maxRedirects"] === "number" ? { maxRedirects: Math.max(0, Math.min(20, r["maxRedirects"])) } : {}),
+          decompress: r["decompress"] !== false,
         },
         { allowPrivateNetworks: this.env.allowPrivateNetworks },
       );

@@ -16,7 +16,7 @@ export function preludeSource(): Promise<string> {
       target: "es2022",
       legalComments: "none",
       logLevel: "silent",
-      define: { global: "globalThis" },
+      define: { global: "globalThis", __HW_NODE_VERSION__: JSON.stringify(process.version) },
     })
     .then((r) => r.outputFiles[0].text);
   return built;

@@ -173,7 +173,9 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
       active.current = rec;
       cpuStart = active.cpuTimeNs();
     }
-    const r = readRunResult(await active.invoke(msg.payload, msg.db), env.limits);
+    const proposed = await active.invoke(msg.payload, msg.db);
+    await active.settleDispatches();
+    const r = readRunResult(proposed, env.limits);
     outcome.ok = r.ok;
     if (r.error) outcome.error = r.error;
     if (r.returnValue !== undefined) outcome.returnValue = r.returnValue;

@@ -1,5 +1,6 @@
 // An axios-compatible client served by the host HTTP bridge (the npm axios needs Node's http).
 import { Buffer } from "buffer";
+import { bodyStream } from "../bodyStream.js";
 import { HttpBridgeError, hostRequest, type RawResponse } from "../http.js";
 import { URLSearchParams } from "../url.js";
 import { utf8Decode } from "../textCodec.js";
@@ -168,7 +169,8 @@ function normalizeHeaders(input: Record<string, unknown>, method: string): Recor
 function parseData(raw: RawResponse, config: AxiosRequestConfig): unknown {
   const type = config.responseType ?? "json";
   if (type === "arraybuffer" || type === "blob") return Buffer.from(raw.body);
-  if (type === "stream") throw new AxiosError("responseType 'stream' is not supported in the sandbox", "ERR_NOT_SUPPORT", config);
+  // The body arrived whole (within the response limit); a stream of it is what Node's axios gives.
+  if (type === "stream") return bodyStream(raw.body);
   const text = utf8Decode(raw.body);
   if (type === "text" || type === "document") return text;
   if (text.length === 0) return "";

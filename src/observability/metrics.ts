@@ -1,0 +1,200 @@
+// Prometheus metrics of a node (prom-client, one registry per node). Requests are counted where
+// they are answered (this node); runs and webhook deliveries are counted from the log as this
+// node projects it, so every node reports the same cluster-wide totals (take max, not sum, across
+// nodes); gauges are read at scrape time.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { RecordedEvent } from "../store/eventStore.js";
+import type { RunLogged } from "../../commands/runLogs/runLog.js";
+import type { DeliveryAttempted, DeliveryDropped } from "../../commands/deliveries/delivery.js";
+
+/** One answered request, as the access log sees it. */
+export interface FinishedRequest {
+  readonly method: string;
+  /** The route's template (`/v1/sources/{id}`), never the raw path: bounded label values. */
+  readonly route: string;
+  readonly status: number;
+  readonly seconds: number;
+}
+
+/** What the gauges read at scrape time. */
+export interface NodeGauges {
+  /** The log's head position (may reject: the log is unreachable). */
+  headPosition(): Promise<number>;
+  /** The position every read model has applied. */
+  projectedPosition(): number;
+  /** Open SSE streams on this node (0 without the api role). */
+  sseClients(): number;
+  /** Invocations admitted by this node and not yet recorded, with their bytes. */
+  admitted(): { readonly count: number; readonly bytes: number; readonly sources: number; readonly owners: number };
+  /** The admission bounds, to read the backlog against. */
+  readonly limits: {
+    readonly sourceBacklog: number;
+    readonly ownerBacklog: number;
+    readonly nodeBacklog: number;
+    readonly nodeBacklogBytes: number;
+  };
+}
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #requests: Counter<"method" | "route" | "status">;
+  readonly #requestSeconds: Histogram<"method" | "route">;
+  readonly #runs: Counter<"trigger" | "outcome">;
+  readonly #runSeconds: Histogram<"trigger">;
+  readonly #deliveries: Counter<"outcome">;
+
+  constructor(gauges: NodeGauges, labels: { node: string; roles: readonly string[] }) {
+    const registers = [this.registry];
+    this.registry.setDefaultLabels({ node: labels.node });
+    // The standard process_* and nodejs_* names, so stock Node.js dashboards work.
+    collectDefaultMetrics({ register: this.registry });
+    new Gauge({
+      name: "headwater_node_info",
+      help: "1 for this node; its roles as labels",
+      labelNames: ["roles"],
+      registers,
+      collect() {
+        this.set({ roles: labels.roles.join(",") }, 1);
+      },
+    });
+    this.#requests = new Counter({
+      name: "headwater_http_requests_total",
+      help: "HTTP requests answered by this node, by route template and status",
+      labelNames: ["method", "route", "status"],
+      registers,
+    });
+    this.#requestSeconds = new Histogram({
+      name: "headwater_http_request_duration_seconds",
+      help: "Time to answer an HTTP request (for SSE streams: how long the stream stayed open)",
+      labelNames: ["method", "route"],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#runs = new Counter({
+      name: "headwater_runs_total",
+      help: "Runs of user code recorded in the log (cluster-wide), by trigger and outcome (ok, error, skipped)",
+      labelNames: ["trigger", "outcome"],
+      registers,
+    });
+    this.#runSeconds = new Histogram({
+      name: "headwater_run_duration_seconds",
+      help: "Wall-clock time of recorded runs (cluster-wide), by trigger",
+      labelNames: ["trigger"],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#deliveries = new Counter({
+      name: "headwater_webhook_deliveries_total",
+      help: "Webhook delivery attempts recorded in the log (cluster-wide), by outcome (delivered, http_error, failed, dropped)",
+      labelNames: ["outcome"],
+      registers,
+    });
+    new Gauge({
+      name: "headwater_log_head_position",
+      help: "The log's head position (the newest event's $all position)",
+      registers,
+      async collect() {
+        this.set(await gauges.headPosition().catch(() => Number.NaN));
+      },
+    });
+    new Gauge({
+      name: "headwater_projection_position",
+      help: "The log position every read model of this node has applied",
+      registers,
+      collect() {
+        this.set(gauges.projectedPosition());
+      },
+    });
+    new Gauge({
+      name: "headwater_projection_lag",
+      help: "Log positions not yet applied to this node's read models (events for SQLite and PostgreSQL logs; NaN when the log is unreachable)",
+      registers,
+      async collect() {
+        const head = await gauges.headPosition().catch(() => Number.NaN);
+        this.set(Math.max(0, head - gauges.projectedPosition()));
+      },
+    });
+    new Gauge({
+      name: "headwater_sse_clients",
+      help: "Open server-sent-event streams on this node",
+      registers,
+      collect() {
+        this.set(gauges.sseClients());
+      },
+    });
+    new Gauge({
+      name: "headwater_backlog_invocations",
+      help: "Invocations admitted by this node and not yet recorded (the node admission bound's count)",
+      registers,
+      collect() {
+        this.set(gauges.admitted().count);
+      },
+    });
+    new Gauge({
+      name: "headwater_backlog_bytes",
+      help: "Bytes of queued events admitted by this node and not yet recorded",
+      registers,
+      collect() {
+        this.set(gauges.admitted().bytes);
+      },
+    });
+    new Gauge({
+      name: "headwater_backlog_sources",
+      help: "Sources and billed users with invocations waiting on this node",
+      labelNames: ["of"],
+      registers,
+      collect() {
+        const admitted = gauges.admitted();
+        this.set({ of: "sources" }, admitted.sources);
+        this.set({ of: "owners" }, admitted.owners);
+      },
+    });
+    new Gauge({
+      name: "headwater_backlog_limit",
+      help: "Admission bounds: past them a source or user gets 429 backlog_full, the node 503 overloaded",
+      labelNames: ["bound"],
+      registers,
+      collect() {
+        const { limits } = gauges;
+        this.set({ bound: "source" }, limits.sourceBacklog);
+        this.set({ bound: "owner" }, limits.ownerBacklog);
+        this.set({ bound: "node" }, limits.nodeBacklog);
+        this.set({ bound: "node_bytes" }, limits.nodeBacklogBytes);
+      },
+    });
+  }
+
+  observeRequest(request: FinishedRequest): void {
+    this.#requests.inc({ method: request.method, route: request.route, status: String(request.status) });
+    this.#requestSeconds.observe({ method: request.method, route: request.route }, request.seconds);
+  }
+
+  /** Counts runs and deliveries from events this node has just projected. */
+  observeLog(events: readonly RecordedEvent[]): void {
+    for (const event of events) {
+      if (event.type === "RunLogged") {
+        const run = event.data as RunLogged["data"];
+        const outcome = run.skipped ? "skipped" : run.ok ? "ok" : "error";
+        this.#runs.inc({ trigger: run.trigger, outcome });
+        if (!run.skipped) this.#runSeconds.observe({ trigger: run.trigger }, Math.max(0, run.endedMs - run.startedMs) / 1000);
+      } else if (event.type === "DeliveryAttempted") {
+        const attempt = event.data as DeliveryAttempted["data"];
+        if (!attempt.listenerId.startsWith("wh_")) continue; // a listening source: counted as its run
+        this.#deliveries.inc({ outcome: attempt.ok ? "delivered" : attempt.status ? "http_error" : "failed" });
+      } else if (event.type === "DeliveryDropped") {
+        if (!(event.data as DeliveryDropped["data"]).listenerId.startsWith("wh_")) continue;
+        this.#deliveries.inc({ outcome: "dropped" });
+      }
+    }
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

@@ -1,0 +1,105 @@
+// A response body as a readable stream (axios `responseType: "stream"`). When the component's
+// bundle carries Node's `stream` (it imported it, or a package did), that module registers itself
+// here and bodies are real Readable streams; otherwise this small one serves the usual uses:
+// pipe(), "data"/"end" events, setEncoding and async iteration.
+import { Buffer } from "buffer";
+import EventEmitter from "events";
+
+interface ReadableLike {
+  from(chunks: unknown[], options?: { objectMode?: boolean }): unknown;
+}
+
+let registered: ReadableLike | undefined;
+
+/** Called by the bundled `stream` module when it loads. */
+export function registerReadable(readable: ReadableLike): void {
+  registered ??= readable;
+}
+
+class BodyStream extends EventEmitter {
+  readable = true;
+  readableEnded = false;
+  destroyed = false;
+  #chunk: Buffer | undefined;
+  #encoding: BufferEncoding | undefined;
+  #flowing = false;
+  #scheduled = false;
+
+  constructor(body: Buffer) {
+    super();
+    this.#chunk = body;
+    // As Node's: attaching a "data" listener starts the flow.
+    this.on("newListener", (event: string) => {
+      if (event === "data" || event === "readable") queueMicrotask(() => this.resume());
+    });
+  }
+  setEncoding(encoding: BufferEncoding): this {
+    this.#encoding = encoding;
+    return this;
+  }
+  pause(): this {
+    this.#flowing = false;
+    return this;
+  }
+  isPaused(): boolean {
+    return !this.#flowing;
+  }
+  resume(): this {
+    this.#flowing = true;
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      queueMicrotask(() => this.#flush());
+    }
+    return this;
+  }
+  read(): Buffer | string | null {
+    const chunk = this.#chunk;
+    this.#chunk = undefined;
+    if (chunk === undefined) {
+      this.#end();
+      return null;
+    }
+    return this.#encoding ? chunk.toString(this.#encoding) : chunk;
+  }
+  pipe<T extends { write(chunk: unknown): unknown; end(): unknown }>(destination: T, options?: { end?: boolean }): T {
+    this.on("data", (chunk) => destination.write(chunk));
+    if (options?.end !== false) this.once("end", () => destination.end());
+    (destination as unknown as EventEmitter).emit?.("pipe", this);
+    return destination;
+  }
+  unpipe(): this {
+    this.removeAllListeners("data");
+    return this;
+  }
+  destroy(error?: Error): this {
+    this.destroyed = true;
+    this.#chunk = undefined;
+    if (error) queueMicrotask(() => this.emit("error", error));
+    queueMicrotask(() => this.emit("close"));
+    return this;
+  }
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer | string> {
+    const chunk = this.read();
+    if (chunk !== null && (typeof chunk === "string" ? chunk.length > 0 : chunk.byteLength > 0)) yield chunk;
+  }
+  #flush(): void {
+    this.#scheduled = false;
+    if (!this.#flowing || this.destroyed) return;
+    const chunk = this.#chunk;
+    this.#chunk = undefined;
+    if (chunk !== undefined && chunk.byteLength > 0) this.emit("data", this.#encoding ? chunk.toString(this.#encoding) : chunk);
+    this.#end();
+  }
+  #end(): void {
+    if (this.readableEnded) return;
+    this.readableEnded = true;
+    this.readable = false;
+    this.emit("end");
+    this.emit("close");
+  }
+}
+
+export function bodyStream(body: Uint8Array): unknown {
+  const buffer = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return registered ? registered.from([buffer], { objectMode: false }) : new BodyStream(buffer);
+}

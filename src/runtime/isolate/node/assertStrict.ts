@@ -1,0 +1,4 @@
+// Node's `assert/strict`.
+import assert from "assert/";
+
+export default assert.strict;

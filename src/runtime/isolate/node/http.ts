@@ -1,0 +1,4 @@
+// Node's `http` (client side) over the host HTTP bridge.
+import { clientModule } from "./httpClient.js";
+
+export default clientModule("http:");

@@ -1,0 +1,140 @@
+// The dashboard's only link to the server: the REST API with the key held in this module's
+// memory (never stored, never in a URL), and live streams opened with single-use stream tokens,
+// since a browser's EventSource cannot send an Authorization header.
+
+let apiKey = "";
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(body && typeof body.error === "string" ? body.error : `HTTP ${status}`);
+    this.status = status;
+    this.code = body?.code;
+    this.details = Array.isArray(body?.details) ? body.details : [];
+  }
+}
+
+export const signedIn = () => apiKey !== "";
+
+export async function signIn(key) {
+  apiKey = key.trim();
+  try {
+    return (await request("GET", "/v1/users/me")).data;
+  } catch (error) {
+    apiKey = "";
+    throw error;
+  }
+}
+
+export function signOut() {
+  apiKey = "";
+}
+
+export async function request(method, path, body) {
+  const headers = { authorization: `Bearer ${apiKey}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "omit",
+    cache: "no-store",
+  });
+  const text = await response.text();
+  let parsed;
+  try {
+    parsed = text === "" ? undefined : JSON.parse(text);
+  } catch {
+    parsed = { error: text };
+  }
+  if (!response.ok) throw new ApiError(response.status, parsed);
+  return parsed;
+}
+
+export const get = (path) => request("GET", path);
+export const post = (path, body) => request("POST", path, body);
+export const put = (path, body) => request("PUT", path, body);
+
+/** Every page of a paginated listing. */
+export async function listAll(path, max = 1000) {
+  const items = [];
+  let after;
+  for (;;) {
+    const separator = path.includes("?") ? "&" : "?";
+    const page = await get(`${path}${separator}limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`);
+    items.push(...page.data);
+    if (page.data.length < 100 || !page.page_info?.end_cursor || items.length >= max) return items;
+    after = page.page_info.end_cursor;
+  }
+}
+
+/**
+ * Follows a source's SSE stream: each item once, in order. Every (re)connection mints a new
+ * stream token and resumes after the last id received (`last_event_id`), so a dropped connection
+ * neither loses nor repeats items. Returns a function that stops it.
+ */
+export function follow(sourceId, { channel, after, onItem, onState }) {
+  let lastId = after;
+  let source;
+  let stopped = false;
+  let delay = 500;
+  let timer;
+
+  async function connect() {
+    if (stopped) return;
+    onState("connecting");
+    let token;
+    try {
+      token = (await post(`/v1/sources/${encodeURIComponent(sourceId)}/stream_tokens`)).data.token;
+    } catch (error) {
+      if (error instanceof ApiError && (error.status === 401 || error.status === 404)) {
+        onState("ended", error.message);
+        return;
+      }
+      retry();
+      return;
+    }
+    if (stopped) return;
+    const query = new URLSearchParams({ stream_token: token });
+    if (channel !== undefined) query.set("event_name", channel);
+    if (lastId) query.set("last_event_id", lastId);
+    source = new EventSource(`/sources/${encodeURIComponent(sourceId)}/sse?${query}`);
+    source.onopen = () => {
+      delay = 500;
+      onState("live");
+    };
+    source.onmessage = (message) => {
+      lastId = message.lastEventId || lastId;
+      onItem(JSON.parse(message.data));
+    };
+    source.addEventListener("end", (message) => {
+      source.close();
+      stopped = true;
+      let reason = "stream ended";
+      try {
+        reason = JSON.parse(message.data).reason;
+      } catch {
+        // keep the default
+      }
+      onState("ended", reason);
+    });
+    // The token is spent: the browser's own reconnect would be refused, so reconnect with a new one.
+    source.onerror = () => {
+      source.close();
+      retry();
+    };
+  }
+
+  function retry() {
+    if (stopped) return;
+    onState("reconnecting");
+    timer = setTimeout(connect, delay);
+    delay = Math.min(delay * 2, 15_000);
+  }
+
+  void connect();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    source?.close();
+  };
+}

@@ -1,0 +1,128 @@
+// The dashboard's entry: sign in, then one view per hash route (#/sources, #/source/dc_…,
+// #/deploy, #/webhooks, #/subscriptions, #/usage). The key lives in api.js's memory only.
+import { signIn, signOut, signedIn, get } from "./api.js";
+import { $, h, clear, announce } from "./dom.js";
+import { showSources, showSource, leaveSource } from "./sources.js";
+import { setUpDeploy } from "./deploy.js";
+import { showWebhooks, showSubscriptions, setUpRouting } from "./routing.js";
+
+const VIEWS = ["sources", "source", "deploy", "webhooks", "subscriptions", "usage"];
+
+function showView(name) {
+  for (const view of VIEWS) $(`#view-${view}`).hidden = view !== name;
+  for (const link of document.querySelectorAll("nav [data-view]")) {
+    const current = link.dataset.view === name || (name === "source" && link.dataset.view === "sources");
+    if (current) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+}
+
+async function route() {
+  if (!signedIn()) return;
+  const [, view = "sources", id] = /^#\/([a-z]+)(?:\/(.+))?$/.exec(location.hash) ?? [];
+  leaveSource();
+  const name = VIEWS.includes(view) ? view : "sources";
+  showView(name);
+  const heading = $(`#view-${name} h2`);
+  try {
+    if (name === "sources") await showSources();
+    else if (name === "source") await showSource(decodeURIComponent(id ?? ""));
+    else if (name === "webhooks") await showWebhooks();
+    else if (name === "subscriptions") await showSubscriptions();
+    else if (name === "usage") await showUsage();
+  } catch (error) {
+    announce(`Could not load: ${error.message}`);
+  }
+  heading?.setAttribute("tabindex", "-1");
+  heading?.focus({ preventScroll: false });
+}
+
+function meter(label, used, quota, unit) {
+  const id = `meter-${label.replace(/\W+/g, "-").toLowerCase()}`;
+  const ratio = quota > 0 ? Math.min(1, used / quota) : 0;
+  return h(
+    "div",
+    { class: "usage" },
+    h("label", { for: id }, label),
+    h("meter", { id, min: 0, max: quota, value: used, low: quota * 0.7, high: quota * 0.9, optimum: 0 }),
+    h("span", {}, `${used.toLocaleString()} of ${quota.toLocaleString()} ${unit} (${Math.round(ratio * 100)}%)`),
+  );
+}
+
+async function showUsage() {
+  const user = (await get("/v1/users/me")).data;
+  const body = clear($("#usage-body"));
+  body.append(h("p", {}, `Signed in as ${user.username} (${user.email}), ${user.id}.`));
+  if (user.daily_invocations_quota !== undefined) {
+    body.append(
+      h("p", {}, "Free plan: today's usage (UTC day) against the daily quotas."),
+      meter("Invocations today", user.daily_invocations_used, user.daily_invocations_quota, "invocations"),
+      meter("Compute time today", user.daily_compute_time_used, user.daily_compute_time_quota, "ms"),
+    );
+  } else {
+    const from = new Date(user.billing_period_start_ts * 1000).toLocaleDateString();
+    const to = new Date(user.billing_period_end_ts * 1000).toLocaleDateString();
+    body.append(
+      h("p", {}, `Paid plan: ${user.billing_period_invocations.toLocaleString()} invocations in the billing period ${from} – ${to}.`),
+    );
+  }
+  if (user.orgs?.length)
+    body.append(
+      h("h3", {}, "Organizations"),
+      h(
+        "ul",
+        {},
+        user.orgs.map((o) => h("li", {}, `${o.name} (${o.id})`)),
+      ),
+    );
+}
+
+function signedInAs(user) {
+  $("#sign-in").hidden = true;
+  $("#app").hidden = false;
+  $("#who").hidden = false;
+  $("#who").textContent = `${user.username} · ${user.id}`;
+  $("#sign-out").hidden = false;
+  if (!location.hash || location.hash === "#") location.hash = "#/sources";
+  else void route();
+}
+
+$("#sign-in-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = $("#api-key");
+  const error = $("#sign-in-error");
+  error.textContent = "";
+  input.removeAttribute("aria-invalid");
+  if (input.value.trim() === "") {
+    error.textContent = "Enter an API key.";
+    input.setAttribute("aria-invalid", "true");
+    input.focus();
+    return;
+  }
+  try {
+    const user = await signIn(input.value);
+    input.value = "";
+    signedInAs(user);
+  } catch (failure) {
+    error.textContent = failure.status === 401 ? "This key is unknown or revoked." : `Sign-in failed: ${failure.message}`;
+    input.setAttribute("aria-invalid", "true");
+    input.focus();
+  }
+});
+
+$("#sign-out").addEventListener("click", () => {
+  signOut();
+  leaveSource();
+  $("#app").hidden = true;
+  $("#who").hidden = true;
+  $("#sign-out").hidden = true;
+  $("#sign-in").hidden = false;
+  history.replaceState(null, "", location.pathname);
+  $("#api-key").focus();
+  announce("Signed out");
+});
+
+window.addEventListener("hashchange", () => void route());
+setUpDeploy();
+setUpRouting();
+$("#api-key").focus();

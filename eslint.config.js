@@ -100,7 +100,7 @@ export default tseslint.config(
     "projections/ write rows from events: they import the domain, never the application, the API or the roles",
   ),
   restrict(
-    ["src/store/**/*.ts", "src/bus/**/*.ts", "src/net/**/*.ts", "src/json/**/*.ts", "src/runtime/**/*.ts"],
+    ["src/store/**/*.ts", "src/bus/**/*.ts", "src/net/**/*.ts", "src/json/**/*.ts", "src/runtime/**/*.ts", "src/destinations/**/*.ts"],
     "(^|/)(commands|projections)/|(^|\\.\\./)(api|runner|sources|components|scheduler|delivery|workflows|accounts|connectedAccounts)/",
     "ports and adapters know nothing of the domain or the application above them",
   ),

@@ -4,6 +4,7 @@ import path from "node:path";
 import { cleanEnv, makeValidator, str, type ReporterOptions } from "envalid";
 import { DomainError } from "../commands/decider.js";
 import type { RuntimeOptions } from "./runtime/config.js";
+import type { DestinationOptions } from "./destinations/destinations.js";
 
 export const ROLES = ["api", "runner", "dispatcher", "scheduler", "projector"] as const;
 export type Role = (typeof ROLES)[number];
@@ -62,6 +63,24 @@ const portOrZero = makeValidator<number>((raw) => {
   if (!/^\d{1,5}$/.test(raw.trim()) || Number(raw) > 65535) throw new Error(`must be a port number (0 picks a free one), got "${raw}"`);
   return Number(raw);
 });
+/** The operator's mail server: smtp://[user:pass@]host[:port] (STARTTLS when offered) or smtps://… (TLS). */
+const smtpUrl = makeValidator<string>((raw) => {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new Error("must be an smtp:// or smtps:// URL (smtp://user:pass@host:587)");
+  }
+  if ((parsed.protocol !== "smtp:" && parsed.protocol !== "smtps:") || parsed.hostname === "")
+    throw new Error("must be an smtp:// or smtps:// URL with a host (smtp://user:pass@host:587)");
+  return raw;
+});
+/** An address for From: `name@example.com` or `Name <name@example.com>`. */
+const emailAddress = makeValidator<string>((raw) => {
+  if (!/^(?:[^<>\r\n]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/.test(raw.trim()))
+    throw new Error(`must be an email address (name@example.com or "Name <name@example.com>"), got "${raw}"`);
+  return raw.trim();
+});
 const logLevel = str({ choices: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], default: "info" });
 
 function specs(dataDirDefault: string) {
@@ -112,6 +131,14 @@ function specs(dataDirDefault: string) {
     HEADWATER_WEBHOOK_RETRY_MAX_MS: int(10)({ default: 3_600_000 }),
     HEADWATER_WEBHOOK_DISABLE_AFTER_MS: int(1000)({ default: 3 * 24 * 3_600_000 }),
     HEADWATER_DELIVERY_SWEEP_MS: int(100)({ default: 5_000 }),
+    HEADWATER_SMTP_URL: smtpUrl({ default: undefined }),
+    HEADWATER_EMAIL_FROM: emailAddress({ default: undefined }),
+    HEADWATER_S3_ENDPOINT: baseUrl({ default: undefined }),
+    HEADWATER_S3_REGION: str({ default: "us-east-1" }),
+    HEADWATER_S3_ACCESS_KEY_ID: str({ default: undefined }),
+    HEADWATER_S3_SECRET_ACCESS_KEY: str({ default: undefined }),
+    HEADWATER_S3_FORCE_PATH_STYLE: flag({ default: true }),
+    HEADWATER_SEND_TIMEOUT_MS: int(100)({ default: 30_000 }),
   };
 }
 
@@ -182,7 +209,39 @@ function toConfig(env: ReturnType<typeof clean>) {
     webhookDisableAfterMs: env.HEADWATER_WEBHOOK_DISABLE_AFTER_MS,
     /** How often dispatchers look for webhook queues whose retry is due. */
     deliverySweepMs: env.HEADWATER_DELIVERY_SWEEP_MS,
+    /** Where actions' $.send.email and $.send.s3 go (unset: those sends fail, saying what to set); $.send.http's guard. */
+    destinations: {
+      smtpUrl: env.HEADWATER_SMTP_URL,
+      emailFrom: env.HEADWATER_EMAIL_FROM,
+      s3:
+        env.HEADWATER_S3_ENDPOINT !== undefined
+          ? {
+              endpoint: env.HEADWATER_S3_ENDPOINT,
+              region: env.HEADWATER_S3_REGION,
+              accessKeyId: env.HEADWATER_S3_ACCESS_KEY_ID ?? "",
+              secretAccessKey: env.HEADWATER_S3_SECRET_ACCESS_KEY ?? "",
+              forcePathStyle: env.HEADWATER_S3_FORCE_PATH_STYLE,
+            }
+          : undefined,
+      allowPrivateNetworks: env.HEADWATER_ALLOW_PRIVATE_NETWORKS,
+      timeoutMs: env.HEADWATER_SEND_TIMEOUT_MS,
+    } satisfies DestinationOptions,
   };
+}
+
+/** Variables that only make sense together (envalid checks them one by one). */
+function togetherProblems(env: ReturnType<typeof clean>): string[] {
+  const problems: string[] = [];
+  if (env.HEADWATER_SMTP_URL !== undefined && env.HEADWATER_EMAIL_FROM === undefined)
+    problems.push("HEADWATER_EMAIL_FROM is required with HEADWATER_SMTP_URL (the From of emails actions send)");
+  if (env.HEADWATER_EMAIL_FROM !== undefined && env.HEADWATER_SMTP_URL === undefined)
+    problems.push("HEADWATER_SMTP_URL is required with HEADWATER_EMAIL_FROM (the server emails go through)");
+  const s3Keys = [env.HEADWATER_S3_ACCESS_KEY_ID, env.HEADWATER_S3_SECRET_ACCESS_KEY];
+  if (env.HEADWATER_S3_ENDPOINT !== undefined && s3Keys.some((k) => k === undefined || k === ""))
+    problems.push("HEADWATER_S3_ACCESS_KEY_ID and HEADWATER_S3_SECRET_ACCESS_KEY are required with HEADWATER_S3_ENDPOINT");
+  if (env.HEADWATER_S3_ENDPOINT === undefined && s3Keys.some((k) => k !== undefined))
+    problems.push("HEADWATER_S3_ENDPOINT is required with HEADWATER_S3_ACCESS_KEY_ID / HEADWATER_S3_SECRET_ACCESS_KEY");
+  return problems;
 }
 
 function clean(env: NodeJS.ProcessEnv, dataDirDefault: string) {
@@ -202,5 +261,13 @@ function clean(env: NodeJS.ProcessEnv, dataDirDefault: string) {
 
 /** The node's configuration from the environment (validated once; throws invalid_config listing every problem). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  return toConfig(clean(env, "data"));
+  const cleaned = clean(env, "data");
+  const problems = togetherProblems(cleaned);
+  if (problems.length > 0)
+    throw new DomainError(
+      "invalid_config",
+      `invalid configuration: ${problems.join("; ")}`,
+      problems.map((message) => ({ path: message.split(" ")[0], message })),
+    );
+  return toConfig(cleaned);
 }

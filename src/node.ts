@@ -54,6 +54,8 @@ import { DeliveryWorker } from "./delivery/worker.js";
 import { Resends } from "./delivery/resend.js";
 import { DELIVERIES_TOPIC, DELIVERY_PARTITIONS } from "./delivery/messages.js";
 import { routedUpTo } from "./delivery/router.js";
+import { Destinations } from "./destinations/destinations.js";
+import { ManualActionRuns, runAction } from "./components/actionRunner.js";
 import { WorkflowsReadModel } from "./readModels/workflows.js";
 import { WorkflowService } from "./workflows/service.js";
 import { WORKFLOW_RUNS_TOPIC, WorkflowRunQueue, WorkflowRunner, startWorkflowRunner, type StepExecutor } from "./workflows/runner.js";
@@ -227,6 +229,19 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     endpointUrl,
     accounts: connectedAccounts,
   });
+  const destinations = new Destinations(config.destinations);
+  closers.push(() => destinations.close());
+  const runLogStore = new RunLogStore(store);
+  const actionRuns = new ManualActionRuns({
+    runtime,
+    sealer,
+    accounts: connectedAccounts,
+    destinations,
+    clock,
+    admission,
+    appendRunLog: (logged) => runLogStore.append(logged),
+    emailOf: (userId) => accountsView.user(userId)?.email || null,
+  });
   const propRules = { minTimerSeconds: config.timerMinSeconds };
   const workflowService = new WorkflowService({
     store,
@@ -239,19 +254,22 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     accounts: connectedAccounts,
   });
   const workflowRuns = new WorkflowRunQueue(bus, replies);
-  const executeStep: StepExecutor = ({ workflow, component, props, steps, invocationId, step }) =>
-    runtime.invoke({
-      invocationId: `${invocationId}-${step.cellId}`,
-      ownerId: workflow.creatorId,
-      sourceId: workflow.id,
-      codeHash: component.codeHash,
-      bundleHash: component.meta.bundleHash,
-      bundle: component.meta.bundle,
-      method: "run",
-      props,
-      steps,
-      event: (steps.trigger as { event?: unknown } | undefined)?.event ?? null,
-    });
+  // A step is an action run: run() in the sandbox, then its $.send.* (src/components/actionRunner.ts).
+  const executeStep: StepExecutor = async ({ workflow, component, props, steps, invocationId, step }) =>
+    (
+      await runAction(
+        { runtime, destinations, clock },
+        {
+          component,
+          props,
+          steps,
+          invocationId: `${invocationId}-${step.cellId}`,
+          ownerId: workflow.creatorId,
+          ownerEmail: accountsView.user(workflow.creatorId)?.email || null,
+          emitterId: workflow.id,
+        },
+      )
+    ).outcome;
   const deps: ApiDeps = {
     settings: {
       maxBodyBytes: config.maxBodyBytes,
@@ -294,6 +312,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     webhooksView,
     deliveriesView,
     deliveries: resends,
+    destinations,
+    actionRuns,
     streamTokens: new StreamTokens(sealer.derive("stream-tokens"), clock, (keyId) => accountsView.keyActive(keyId)),
     publicUrl: () => publicUrl,
     endpointUrl,

@@ -21,6 +21,8 @@ import type { SubscriptionsReadModel } from "../readModels/subscriptions.js";
 import type { WebhooksReadModel } from "../readModels/webhooks.js";
 import type { DeliveriesReadModel } from "../readModels/deliveries.js";
 import type { Resends } from "../delivery/resend.js";
+import type { Destinations } from "../destinations/destinations.js";
+import type { ManualActionRuns } from "../components/actionRunner.js";
 import type { WorkflowService } from "../workflows/service.js";
 import type { WorkflowsReadModel } from "../readModels/workflows.js";
 import type { WorkflowRunQueue } from "../workflows/runner.js";
@@ -76,6 +78,10 @@ export interface ApiDeps {
   readonly workflowsView: WorkflowsReadModel;
   readonly workflowRuns: WorkflowRunQueue;
   readonly projector: Pick<Projector, "position" | "waitFor" | "onApplied" | "catchUp">;
+  /** Performs actions' $.send.http/email/s3. */
+  readonly destinations: Destinations;
+  /** Actions run by hand (POST /components/{id}/run), in this node's sandbox as hooks are. */
+  readonly actionRuns: ManualActionRuns;
   /** Single-use tokens that open one source's SSE stream without the Authorization header (browsers). */
   readonly streamTokens: StreamTokens;
   /** Base URL of this node's public address, without /v1. */

@@ -20,6 +20,7 @@ import { sourceCommands } from "./user/commands/sources.js";
 import { listCommands } from "./user/commands/list.js";
 import { eventCommands } from "./user/commands/events.js";
 import { routingCommands } from "./user/commands/routing.js";
+import { actionCommands } from "./user/commands/actions.js";
 import { workflowCommands } from "./user/commands/workflows.js";
 import { connectedAccountCommands } from "./accounts.js";
 
@@ -52,6 +53,7 @@ export function buildProgram(): Command {
   listCommands(program);
   eventCommands(program);
   routingCommands(program);
+  actionCommands(program);
   workflowCommands(program);
   connectedAccountCommands(program);
 

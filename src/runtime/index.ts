@@ -1,6 +1,6 @@
 // Public surface of the component runtime library (see README.md in this folder).
 export { prepareComponent, codeHash, type PrepareInput, type PrepareOptions } from "./component/prepare.js";
-export { validateDescription, PROP_TYPES } from "./component/validate.js";
+export { validateDescription, validateAdditionalProps, PROP_TYPES } from "./component/validate.js";
 export { configurableProps } from "./component/configurableProps.js";
 export { NpmCache, NpmInstallError, type InstalledPackage } from "./component/npmCache.js";
 export { httpModuleLoader, type ModuleLoader } from "./component/moduleSource.js";

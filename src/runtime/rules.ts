@@ -1,6 +1,7 @@
 // Rules of the sandbox boundary that both sides apply: the isolate checks them to throw a clear
 // error into the component, the trusted side (runner child, host) checks them again to decide.
 // Pure code without Node imports: it is bundled into the isolate's prelude too.
+import type { Send } from "./types.js";
 
 /** Longest this.db key (UTF-8 bytes). */
 export const MAX_DB_KEY_BYTES = 1024;
@@ -16,6 +17,16 @@ export const MAX_ERROR_NAME_CHARS = 200;
 export const MAX_ERROR_MESSAGE_CHARS = 8 * 1024;
 export const MAX_ERROR_STACK_CHARS = 8 * 1024;
 export const MAX_EXIT_REASON_CHARS = 8 * 1024;
+
+/** $.send.*: sends recorded per run, and the largest one (bytes of its JSON). */
+export const MAX_SENDS_PER_RUN = 16;
+export const MAX_SEND_BYTES = 512 * 1024;
+/** $.send.http: longest URL, most headers or query parameters, longest value of one. */
+export const MAX_SEND_URL_CHARS = 8 * 1024;
+export const MAX_SEND_FIELDS = 100;
+/** $.send.email: longest subject; $.send.s3: longest prefix. */
+export const MAX_EMAIL_SUBJECT_CHARS = 998;
+export const MAX_S3_PREFIX_CHARS = 512;
 
 /** Error codes the isolate may propose for a run it reports; every other code is the platform's. */
 export const ISOLATE_ERROR_CODES = ["USER_ERROR", "CONFIGURATION_ERROR", "LIMIT_EXCEEDED"] as const;
@@ -224,4 +235,149 @@ function describe(v: unknown): string {
   if (typeof v === "number" || typeof v === "boolean" || v === null || v === undefined) return StringCtor(v);
   if (isArray(v)) return "an array";
   return typeof v === "object" ? "an object" : `a ${typeof v}`;
+}
+
+const SEND_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+const SEND_METHOD_LIST = SEND_METHODS.join(", ");
+const toUpperCase = uncurry(String.prototype.toUpperCase);
+
+function isSendMethod(method: string): boolean {
+  for (let i = 0; i < SEND_METHODS.length; i++) if (SEND_METHODS[i] === method) return true;
+  return false;
+}
+
+function hasControlChar(text: string, orSpace = false): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = charCodeAt(text, i);
+    if (c < 32 || c === 127 || (orSpace && c === 32)) return true;
+  }
+  return false;
+}
+
+/** "http://" or "https://" (any case) followed by a host: the destination parses the rest. */
+function looksLikeHttpUrl(url: string): boolean {
+  const lower = toLowerCase(url);
+  const rest = sliceString(lower, 0, 8) === "https://" ? 8 : sliceString(lower, 0, 7) === "http://" ? 7 : 0;
+  if (rest === 0 || url.length <= rest) return false;
+  const first = charCodeAt(url, rest);
+  return first !== 47 && first !== 63 && first !== 35; // a host, not "/", "?" or "#"
+}
+
+/** An S3 bucket name: 3-63 lower-case letters, digits, dots and hyphens, a letter or digit at each end. */
+function isBucketName(name: string): boolean {
+  if (name.length < 3 || name.length > 63) return false;
+  for (let i = 0; i < name.length; i++) {
+    const c = charCodeAt(name, i);
+    const alnum = (c >= 48 && c <= 57) || (c >= 97 && c <= 122);
+    if (!alnum && ((c !== 45 && c !== 46) || i === 0 || i === name.length - 1)) return false;
+  }
+  return true;
+}
+
+/** Strings by name (numbers and booleans converted), for headers and query parameters. */
+function stringFields(value: unknown, what: string, header: boolean): Rule<Record<string, string>> {
+  const out: Record<string, string> = create(null);
+  if (value === undefined || value === null) return { ok: true, value: out };
+  if (typeof value !== "object" || isArray(value)) return { ok: false, message: `${what} must be an object of names to strings` };
+  const names = keys(value);
+  if (names.length > MAX_SEND_FIELDS) return { ok: false, message: `${what} may have at most ${MAX_SEND_FIELDS} entries` };
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    const v = (value as Record<string, unknown>)[name];
+    if (v === undefined || v === null) continue;
+    let text: string;
+    if (typeof v === "string") text = v;
+    else if ((typeof v === "number" && isFinite(v)) || typeof v === "boolean") text = StringCtor(v);
+    else return { ok: false, message: `${what}.${name} must be a string, number or boolean, got ${describe(v)}` };
+    if (header) {
+      if (!isToken(name)) return { ok: false, message: `${what}: ${describe(name)} is not a valid header name` };
+      if (hasLineBreakOrNul(text)) return { ok: false, message: `${what}.${name} contains CR, LF or NUL` };
+    }
+    if (mayExceedBytes(text.length, MAX_HEADER_VALUE_BYTES) && utf8Bytes(text) > MAX_HEADER_VALUE_BYTES)
+      return { ok: false, message: `${what}.${name} is over ${MAX_HEADER_VALUE_BYTES} bytes` };
+    out[header ? toLowerCase(name) : name] = text;
+  }
+  return { ok: true, value: out };
+}
+
+function optionalText(value: unknown, what: string): Rule<string | undefined> {
+  if (value === undefined || value === null) return { ok: true, value: undefined };
+  if (typeof value !== "string") return { ok: false, message: `${what} must be a string, got ${describe(value)}` };
+  return { ok: true, value };
+}
+
+/**
+ * One $.send.<kind>(config) as a destination: the config checked and normalized (method upper
+ * case, POST by default; header names lower case; numbers as strings). The isolate calls it on
+ * what the component passed, the trusted side again on what the isolate proposed. Sizes are the
+ * caller's to check on the JSON text (MAX_SEND_BYTES).
+ */
+export function normalizeSend(kind: unknown, config: unknown): Rule<Send> {
+  const what = `$.send.${typeof kind === "string" ? sliceString(kind, 0, 20) : "?"}`;
+  if (typeof config !== "object" || config === null || isArray(config))
+    return { ok: false, message: `${what} expects an object, got ${describe(config)}` };
+  const c = config as Record<string, unknown>;
+  if (kind === "http") {
+    const method = c["method"] === undefined || c["method"] === null ? "POST" : c["method"];
+    if (typeof method !== "string" || !isSendMethod(toUpperCase(method)))
+      return { ok: false, message: `${what}: method must be one of ${SEND_METHOD_LIST}, got ${describe(method)}` };
+    const url = c["url"];
+    if (typeof url !== "string") return { ok: false, message: `${what}: url must be a string, got ${describe(url)}` };
+    if (url.length > MAX_SEND_URL_CHARS) return { ok: false, message: `${what}: url is over ${MAX_SEND_URL_CHARS} characters` };
+    if (!looksLikeHttpUrl(url) || hasControlChar(url, true))
+      return { ok: false, message: `${what}: url must be an http:// or https:// URL, got ${describe(url)}` };
+    const headers = stringFields(c["headers"], `${what}: headers`, true);
+    if (!headers.ok) return headers;
+    const params = stringFields(c["params"], `${what}: params`, false);
+    if (!params.ok) return params;
+    const data = c["data"];
+    // Literals and spreads define properties: no setter a component put on Object.prototype runs.
+    return {
+      ok: true,
+      value: {
+        kind: "http",
+        method: toUpperCase(method),
+        url,
+        headers: headers.value,
+        ...(keys(params.value).length > 0 ? { params: params.value } : {}),
+        ...(data !== undefined ? { data } : {}),
+      },
+    };
+  }
+  if (kind === "email") {
+    const subject = c["subject"];
+    if (typeof subject !== "string" || subject.length === 0)
+      return { ok: false, message: `${what}: subject must be a non-empty string, got ${describe(subject)}` };
+    if (subject.length > MAX_EMAIL_SUBJECT_CHARS)
+      return { ok: false, message: `${what}: subject is over ${MAX_EMAIL_SUBJECT_CHARS} characters` };
+    if (hasLineBreakOrNul(subject)) return { ok: false, message: `${what}: subject contains CR, LF or NUL` };
+    const text = optionalText(c["text"], `${what}: text`);
+    if (!text.ok) return text;
+    const html = optionalText(c["html"], `${what}: html`);
+    if (!html.ok) return html;
+    return {
+      ok: true,
+      value: {
+        kind: "email",
+        subject,
+        ...(text.value !== undefined ? { text: text.value } : {}),
+        ...(html.value !== undefined ? { html: html.value } : {}),
+      },
+    };
+  }
+  if (kind === "s3") {
+    const bucket = c["bucket"];
+    if (typeof bucket !== "string" || !isBucketName(bucket))
+      return {
+        ok: false,
+        message: `${what}: bucket must be an S3 bucket name (3 to 63 lower-case letters, digits, dots and hyphens), got ${describe(bucket)}`,
+      };
+    const prefix = c["prefix"] === undefined || c["prefix"] === null ? "" : c["prefix"];
+    if (typeof prefix !== "string") return { ok: false, message: `${what}: prefix must be a string, got ${describe(prefix)}` };
+    if (prefix.length > MAX_S3_PREFIX_CHARS) return { ok: false, message: `${what}: prefix is over ${MAX_S3_PREFIX_CHARS} characters` };
+    if (hasControlChar(prefix)) return { ok: false, message: `${what}: prefix contains control characters` };
+    if (c["payload"] === undefined) return { ok: false, message: `${what}: payload is required (the JSON to store)` };
+    return { ok: true, value: { kind: "s3", bucket, prefix, payload: c["payload"] } };
+  }
+  return { ok: false, message: `unknown destination ${describe(kind)} (http, email or s3)` };
 }

@@ -68,6 +68,8 @@ export interface ComponentMeta {
   /** False for a source that relies on the default run (emit the triggering event). */
   readonly hasRun: boolean;
   readonly props: readonly NormalizedProp[];
+  /** The component has an additionalProps() method (actions: more props from the configured values). */
+  readonly additionalProps?: boolean;
 }
 
 export interface PreparedComponent {
@@ -87,7 +89,8 @@ export interface PreparedComponent {
   readonly moduleFormat: "esm" | "cjs";
 }
 
-export type InvocationMethod = "run" | "deploy" | "activate" | "deactivate";
+/** "additionalProps" (actions): calls the component's additionalProps() and returns the props it describes. */
+export type InvocationMethod = "run" | "deploy" | "activate" | "deactivate" | "additionalProps";
 
 export interface HttpEvent {
   method: string;
@@ -149,6 +152,15 @@ export interface Emit {
   meta: EmitMeta;
 }
 
+/**
+ * A destination an action asked for with $.send.http / .email / .s3, as the trusted side accepted
+ * it. The runtime only records sends; performing them is the caller's decision (src/destinations).
+ */
+export type Send =
+  | { kind: "http"; method: string; url: string; headers: Record<string, string>; params?: Record<string, string>; data?: unknown }
+  | { kind: "email"; subject: string; text?: string; html?: string }
+  | { kind: "s3"; bucket: string; prefix: string; payload: unknown };
+
 export interface InvocationError {
   name: string;
   message: string;
@@ -172,6 +184,8 @@ export interface InvocationOutcome {
   exports?: Record<string, unknown>;
   /** Actions: $.flow.exit(reason) was called. */
   exited?: { reason?: string };
+  /** Actions: $.send.http/email/s3 calls, in order; like emits, also those made before a failure. */
+  sends?: Send[];
   cpuMs: number;
   wallMs: number;
   /** Whether a warm isolate served this invocation. */

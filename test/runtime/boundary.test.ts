@@ -738,6 +738,20 @@ describe("runtime: the process boundary (defence in depth)", function () {
     expect((await at("dc_plain2", { n: 1 })).ok).to.equal(true);
   });
 
+  it("the host re-checks the sends a child reports: shape (a header injected in a subject) and count", async () => {
+    await runtime.ready();
+    const forged = await at("dc_tamper_badsend_1");
+    expect(forged.error?.code).to.equal("SANDBOX_PROTOCOL");
+    expect(forged.error?.message).to.match(/a send: \$\.send\.email: subject contains CR, LF or NUL/);
+    expect(forged.sends, "the valid send before the bad one is kept, as emits are").to.deep.equal([{ kind: "email", subject: "fine" }]);
+    await runtime.ready();
+    const many = await at("dc_tamper_manysends_1");
+    expect(many.error?.code).to.equal("SANDBOX_PROTOCOL");
+    expect(many.error?.message).to.match(/sends must be at most 16 strings of JSON text/);
+    expect(many.sends).to.equal(undefined);
+    await runtime.ready();
+  });
+
   it("a child that keeps sending garbage is killed and replaced", async () => {
     const [pid] = runtime.pids();
     const o = await at("dc_tamper_nonsense_1");

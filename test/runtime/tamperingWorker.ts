@@ -41,6 +41,24 @@ function rewrite(msg: Msg, mode: string): void {
     case "deepemit":
       realSend({ ...msg, outcome: { ...outcome, emits: [{ event: `${"[".repeat(100_000)}${"]".repeat(100_000)}`, meta: {} }] } });
       return;
+    case "badsend":
+      realSend({
+        ...msg,
+        outcome: {
+          ...outcome,
+          sends: [
+            JSON.stringify({ kind: "email", subject: "fine" }),
+            JSON.stringify({ kind: "email", subject: "hi\r\nBcc: victim@example.com" }),
+          ],
+        },
+      });
+      return;
+    case "manysends":
+      realSend({
+        ...msg,
+        outcome: { ...outcome, sends: Array.from({ length: 17 }, () => JSON.stringify({ kind: "email", subject: "s" })) },
+      });
+      return;
     case "bigdb":
       realSend({ ...msg, outcome: { ...outcome, dbChanged: true, db: JSON.stringify({ k: "x".repeat(70_000) }) } });
       return;

@@ -15,7 +15,7 @@ globalThis.__hw_entry = {
   load() { return '{"ok":true,"error":null,"describe":null}'; },
   dispatch() {},
   invoke(payload) {
-    const B = { emit: __hw_bridge_emit, db: __hw_bridge_db, respond: __hw_bridge_respond, log: __hw_bridge_log };
+    const B = { emit: __hw_bridge_emit, db: __hw_bridge_db, respond: __hw_bridge_respond, log: __hw_bridge_log, send: __hw_bridge_send };
     const out = [];
     const own = new Function("B", "out", JSON.parse(payload).body)(B, out);
     if (own !== undefined) return Promise.resolve(own);
@@ -91,6 +91,53 @@ describe("runtime: trusted side against a subverted isolate", function () {
       code: "LIMIT_EXCEEDED",
       message: "$emit: more than 1000 events were emitted; the limit is 1000 per invocation",
     });
+  });
+
+  it("$.send: keeps the valid sends before the first violation, refuses forged, oversized and extra ones", async () => {
+    const good = JSON.stringify({ kind: "email", subject: "ok" });
+    const cases: [string, string, string, RegExp][] = [
+      [
+        "an object instead of JSON text",
+        `B.send({ kind: "email" });`,
+        "SANDBOX_CORRUPTED",
+        /^\$\.send: the destination did not arrive as JSON text/,
+      ],
+      ["JSON text that is not JSON", `B.send('{"kind":');`, "SANDBOX_CORRUPTED", /not valid JSON text/],
+      [
+        "a subject with a header injected",
+        `B.send(JSON.stringify({ kind: "email", subject: "a\\r\\nBcc: victim@example.com" }));`,
+        "SANDBOX_CORRUPTED",
+        /subject contains CR, LF or NUL/,
+      ],
+      ["an unknown kind", `B.send(JSON.stringify({ kind: "sms", to: "1" }));`, "SANDBOX_CORRUPTED", /unknown destination "sms"/],
+      [
+        "an http send to another scheme",
+        `B.send(JSON.stringify({ kind: "http", method: "POST", url: "file:///etc/passwd", headers: {} }));`,
+        "SANDBOX_CORRUPTED",
+        /url must be an http/,
+      ],
+      [
+        "over 512 KB",
+        `B.send(JSON.stringify({ kind: "s3", bucket: "b-1", prefix: "", payload: "x".repeat(600 * 1024) }));`,
+        "LIMIT_EXCEEDED",
+        /over the limit of 524288 bytes/,
+      ],
+      [
+        "nested 200 levels",
+        `B.send('{"kind":"s3","bucket":"b-1","prefix":"","payload":' + "[".repeat(200) + "]".repeat(200) + "}");`,
+        "LIMIT_EXCEEDED",
+        /nested deeper than 128 levels/,
+      ],
+      ["a 17th send", `for (let i = 0; i < 20; i++) B.send(${JSON.stringify(good)});`, "LIMIT_EXCEEDED", /more than 16 sends/],
+    ];
+    for (const [what, bad, code, message] of cases) {
+      const r = await subverted(`B.send(${JSON.stringify(good)}); ${bad} B.send(${JSON.stringify(good)});`);
+      expect(r.rec.violation?.code, what).to.equal(code);
+      expect(r.rec.violation?.message, what).to.match(message);
+      const expected = what === "a 17th send" ? 16 : 1;
+      expect(r.rec.sends, what).to.have.length(expected);
+      expect(JSON.parse(r.rec.sends[0]), what).to.deep.equal({ kind: "email", subject: "ok" });
+    }
   });
 
   it("db.set: every write is checked where the isolate cannot reach; the snapshot is built there", async () => {

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { route, type Route } from "../route.js";
+import { route, type Caller, type Route } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data } from "../pagination.js";
 import { invalid, notFound } from "../../../commands/decider.js";
@@ -97,7 +97,58 @@ export function codeOf(body: {
   return url;
 }
 
-export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "components" | "projector">): Route[] {
+/** The answer of POST /components/{id}/run: what `pd` shows for an action run by hand. */
+export const ActionRunOutcome = Type.Object(
+  {
+    invocation_id: Type.String(),
+    ok: Type.Boolean({ description: "false when run() threw, a limit was hit, or a send failed (error.code SEND_FAILED)" }),
+    return_value: Type.Unknown({ description: "what run() returned (null when it failed)" }),
+    exports: Type.Record(Type.String(), Type.Unknown(), { description: "the $.export values, $summary included" }),
+    summary: Type.Unknown({ description: "exports.$summary, or null" }),
+    logs: Type.Array(Type.Object({ ts: Type.Integer(), level: Type.String(), message: Type.String() })),
+    error: Type.Union([
+      Type.Object({ name: Type.String(), message: Type.String(), code: Type.String(), stack: Type.Optional(Type.String()) }),
+      Type.Null(),
+    ]),
+    sends: Type.Array(
+      Type.Object({
+        kind: Type.String({ description: "http, email or s3" }),
+        ok: Type.Boolean(),
+        error: Type.Optional(Type.String()),
+        detail: Type.Optional(
+          Type.Record(Type.String(), Type.Unknown(), { description: "http: status; email: messageId, recipient; s3: bucket, key" }),
+        ),
+      }),
+      { description: "one per $.send.http/email/s3 call, in order; performed only when the run succeeded" },
+    ),
+    exited: Type.Union([Type.Object({ reason: Type.Union([Type.String(), Type.Null()]) }), Type.Null()], {
+      description: "$.flow.exit(reason) ended the run",
+    }),
+    emits: Type.Array(Type.Object({ event: Type.Unknown(), name: Type.Union([Type.String(), Type.Null()]) }), {
+      description: "$.send.emit / $.send.sse events (a run by hand keeps none: they are shown here only)",
+    }),
+    response: Type.Union(
+      [Type.Object({ status: Type.Integer(), headers: Type.Record(Type.String(), Type.Unknown()), body: Type.Unknown() }), Type.Null()],
+      { description: "what $.respond() was given (a run by hand answers no request: it is shown here only)" },
+    ),
+  },
+  { $id: "ActionRunOutcome" },
+);
+
+/** A component the caller may use: a sc_ id, a key in the caller's namespace (org_id for an org's), or a registry key. */
+function usableComponent(
+  deps: Pick<ApiDeps, "access" | "catalog">,
+  caller: Caller,
+  keyOrId: string,
+  orgId: string | undefined,
+): LoadedComponent | undefined {
+  const visible = (ownerId: string) => deps.access.canSee(caller, ownerId);
+  if (/^sc_[0-9a-z]+$/.test(keyOrId)) return deps.catalog.usable(keyOrId, visible);
+  const namespace = orgId ?? caller.userId;
+  return (visible(namespace) ? deps.catalog.byKey(namespace, keyOrId) : undefined) ?? deps.catalog.byKey(REGISTRY_OWNER, keyOrId);
+}
+
+export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "components" | "projector" | "actionRuns">): Route[] {
   return [
     route({
       method: "POST",
@@ -158,6 +209,69 @@ export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "comp
         }
         if (!component) throw notFound("component");
         return { body: { data: componentView(component) } };
+      },
+    }),
+    route({
+      method: "POST",
+      path: "/components/{id}/run",
+      operationId: "runAction",
+      summary: "Run an action once with the given props, as `pd` does: its return value, exports, summary, logs and sends (extension)",
+      tag: "components",
+      params: { id: Type.String({ maxLength: 200, description: "sc_ id, a key of yours (org_id: of the org), or a registry key" }) },
+      body: {
+        props: Type.Optional(
+          Type.Record(Type.String(), Type.Unknown(), { description: "values of the action's props (and of its additionalProps)" }),
+        ),
+        steps: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "what run({ steps }) receives; default {}" })),
+      },
+      errors: ["not_found", "quota_exceeded", "backlog_full"],
+      response: { description: "the run's outcome (a failed run answers 200 with ok false)", schema: Data(ActionRunOutcome) },
+      async handle({ caller, params, body, query }) {
+        const orgId = body.org_id ?? query.org_id;
+        const ownerId = deps.access.ownerForCreate(caller, orgId);
+        const component = usableComponent(deps, caller, params.id, orgId);
+        if (!component) throw notFound("component");
+        if (component.meta.component.type !== "action") {
+          throw invalid(`${component.key ?? component.id} is a source: deploy it with POST /v1/sources (only actions run here)`, [
+            { path: "params.id", message: "is a source, not an action" },
+          ]);
+        }
+        const ran = await written(
+          deps,
+          deps.actionRuns.run({
+            component,
+            configured: body.props ?? {},
+            ...(body.steps !== undefined ? { steps: body.steps } : {}),
+            ownerId,
+            userId: caller.userId,
+          }),
+        );
+        const { outcome } = ran;
+        const exports = outcome.exports ?? {};
+        return {
+          body: {
+            data: {
+              invocation_id: ran.invocationId,
+              ok: outcome.ok,
+              return_value: outcome.returnValue ?? null,
+              exports,
+              summary: exports["$summary"] ?? null,
+              logs: outcome.logs.map((l) => ({ ts: Math.round(l.ts), level: l.level, message: l.message })),
+              error: outcome.error
+                ? {
+                    name: outcome.error.name,
+                    message: outcome.error.message,
+                    code: outcome.error.code,
+                    ...(outcome.error.stack !== undefined ? { stack: outcome.error.stack } : {}),
+                  }
+                : null,
+              sends: ran.sends,
+              exited: outcome.exited ? { reason: outcome.exited.reason ?? null } : null,
+              emits: outcome.emits.map((e) => ({ event: e.event, name: e.meta.name ?? null })),
+              response: outcome.response ?? null,
+            },
+          },
+        };
       },
     }),
   ];

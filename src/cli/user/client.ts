@@ -76,6 +76,21 @@ export interface RunOutcome {
   response: { status: number; headers: Record<string, unknown>; body: unknown } | null;
 }
 
+/** POST /components/{id}/run: an action run by hand. */
+export interface ActionRunView {
+  invocation_id: string;
+  ok: boolean;
+  return_value: unknown;
+  exports: Record<string, unknown>;
+  summary: unknown;
+  logs: LogLine[];
+  error: { name: string; message: string; code: string; stack?: string } | null;
+  sends: { kind: string; ok: boolean; error?: string; detail?: Record<string, unknown> }[];
+  exited: { reason: string | null } | null;
+  emits: { event: unknown; name: string | null }[];
+  response: { status: number; headers: Record<string, unknown>; body: unknown } | null;
+}
+
 export interface UserView {
   id: string;
   username: string;

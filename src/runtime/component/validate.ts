@@ -120,6 +120,10 @@ export function validateDescription(described: unknown): ValidationResult {
     }
   }
 
+  const additionalProps = f["additionalProps"] !== undefined;
+  if (additionalProps && !isFn(f["additionalProps"]))
+    add("additionalProps", `additionalProps must be a method returning prop definitions, got ${kindOf(f["additionalProps"])}`);
+
   let dedupe: ComponentMeta["dedupe"];
   if (f["dedupe"] !== undefined) {
     if (type === "action") add("dedupe", "dedupe is only allowed on sources");
@@ -156,8 +160,29 @@ export function validateDescription(described: unknown): ValidationResult {
       methods,
       hasRun,
       props,
+      ...(additionalProps ? { additionalProps: true } : {}),
     },
   };
+}
+
+/**
+ * What an action's additionalProps() returned (described in the isolate like props), checked with
+ * the same rules as the component's own props. Problem paths are `props.<name>…`.
+ */
+export function validateAdditionalProps(
+  described: unknown,
+  componentType: ComponentType,
+): { problems: Problem[]; props: NormalizedProp[] } {
+  const problems: Problem[] = [];
+  const props: NormalizedProp[] = [];
+  const add = (path: string, message: string) => problems.push({ path, message });
+  if (!isRec(described))
+    return { problems: [{ path: "props", message: "additionalProps() must return an object of prop definitions" }], props };
+  for (const [name, entry] of Object.entries(described)) {
+    const prop = validateProp(name, isRec(entry) ? entry : {}, componentType, add);
+    if (prop) props.push(prop);
+  }
+  return { problems, props };
 }
 
 function validateOption(item: unknown): boolean {

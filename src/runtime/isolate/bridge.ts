@@ -10,6 +10,8 @@ export interface HostBridge {
   log(level: string, message: string): void;
   /** One event as JSON text and its meta fields (undefined when absent). */
   emit(eventJson: string, id: unknown, name: unknown, summary: unknown, ts: unknown): void;
+  /** One $.send.* destination, normalized, as JSON text (fire-and-forget, like emit). */
+  send(sendJson: string): void;
   /** Headers as JSON text; the body as text, bytes or absent ("empty", "text", "json", "bytes"). */
   respond(status: number, headersJson: string, bodyKind: string, body: string | Uint8Array | null): void;
   http(id: number, request: unknown): void;
@@ -24,6 +26,7 @@ export const BRIDGE_GLOBALS = {
   log: "__hw_bridge_log",
   emit: "__hw_bridge_emit",
   respond: "__hw_bridge_respond",
+  send: "__hw_bridge_send",
   http: "__hw_bridge_http",
   timer: "__hw_bridge_timer",
   db: "__hw_bridge_db",

@@ -44,9 +44,20 @@ export function describeComponent(component: unknown): AnyRecord {
     if (key === "props") continue;
     fields[key] = describeValue(component[key], 1);
   }
-  const props: AnyRecord = {};
   const rawProps = component["props"];
-  for (const [name, resolved] of componentProps(component)) {
+  const props = describeProps(rawProps);
+  return {
+    exportKind: "object",
+    fields,
+    propsKind: rawProps === undefined ? "absent" : isRecord(rawProps) ? "object" : Array.isArray(rawProps) ? "array" : typeof rawProps,
+    props,
+  };
+}
+
+/** Prop definitions as the host validates them (validate.ts validateProp): each resolved, then described. */
+export function describeProps(rawProps: unknown): AnyRecord {
+  const props: AnyRecord = {};
+  for (const [name, resolved] of componentProps({ props: rawProps })) {
     props[name] = {
       raw: typeof resolved.raw === "string" ? resolved.raw : { $kind: Array.isArray(resolved.raw) ? "array" : typeof resolved.raw },
       def: describeValue(resolved.def, 1),
@@ -66,10 +77,5 @@ export function describeComponent(component: unknown): AnyRecord {
         : {}),
     };
   }
-  return {
-    exportKind: "object",
-    fields,
-    propsKind: rawProps === undefined ? "absent" : isRecord(rawProps) ? "object" : Array.isArray(rawProps) ? "array" : typeof rawProps,
-    props,
-  };
+  return props;
 }

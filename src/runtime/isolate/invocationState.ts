@@ -16,6 +16,7 @@ export interface InvocationState {
   logBytes: number;
   droppedLogLines: number;
   emits: number;
+  sends: number;
   responded: boolean;
 }
 
@@ -32,7 +33,7 @@ export const LOAD_LIMITS: IsolateLimits = {
 let state: InvocationState = fresh(LOAD_LIMITS);
 
 function fresh(limits: IsolateLimits): InvocationState {
-  return { limits, logLines: 0, logBytes: 0, droppedLogLines: 0, emits: 0, responded: false };
+  return { limits, logLines: 0, logBytes: 0, droppedLogLines: 0, emits: 0, sends: 0, responded: false };
 }
 
 export function beginInvocation(limits: IsolateLimits): InvocationState {

@@ -9,6 +9,7 @@
 import { componentProps, isRecord, type AnyRecord } from "./component.js";
 import { systemWarning } from "./console.js";
 import { DbStore } from "./db.js";
+import { describeProps } from "./describe.js";
 import { emit, makeRespond } from "./emit.js";
 import { abandonHttp } from "./http.js";
 import { beginInvocation, type IsolateLimits } from "./invocationState.js";
@@ -17,6 +18,7 @@ import {
   ArrayIsArray,
   cut,
   ErrorCtor,
+  hasOwn,
   objectKeys,
   defineValue,
   ObjectCreate,
@@ -30,12 +32,13 @@ import {
   stringify,
   StringCtor,
 } from "./primordials.js";
+import { makeSend } from "./send.js";
 import { clearAllTimers } from "./timers.js";
 import { clearTmp } from "./tmpStore.js";
 import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_NAME_CHARS, MAX_ERROR_STACK_CHARS, MAX_EXIT_REASON_CHARS } from "../rules.js";
 
 export interface InvokePayload {
-  method: "run" | "deploy" | "activate" | "deactivate";
+  method: "run" | "deploy" | "activate" | "deactivate" | "additionalProps";
   props: AnyRecord;
   event?: unknown;
   http?: { endpoint?: string; customResponse?: boolean };
@@ -173,10 +176,11 @@ function makeApp(def: AnyRecord, configured: unknown): AnyRecord {
   return app;
 }
 
-function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, strictRespond: boolean): AnyRecord {
+function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, isAction: boolean): AnyRecord {
   const instance: AnyRecord = {};
   const configured = p.props ?? {};
   let dbFacade: AnyRecord | undefined;
+  const strictRespond = isAction;
   const props = componentProps(component);
   for (let i = 0; i < props.length; i++) {
     // Index access, not destructuring: the array iterator is replaceable.
@@ -209,6 +213,11 @@ function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, stri
       default:
         defineValue(instance, name, value !== undefined ? value : def["default"]);
     }
+  }
+  if (isAction) {
+    // Values of the props additionalProps() added (the trusted side checked them against those props).
+    const names = objectKeys(configured);
+    for (let i = 0; i < names.length; i++) if (!hasOwn(instance, names[i])) defineValue(instance, names[i], configured[names[i]]);
   }
   const methods = component["methods"];
   if (isRecord(methods)) {
@@ -311,27 +320,19 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
             },
           },
           respond: makeRespond(true, systemWarning),
-          send: {
-            emit: (cfg: { raw_event?: unknown; name?: string } = {}) => emit(cfg.raw_event, cfg.name ? { name: cfg.name } : {}),
-            http: () => {
-              throw new Error("$.send.http is not available in Headwater; use axios or fetch");
-            },
-            email: () => {
-              throw new Error("$.send.email is not available in Headwater");
-            },
-            s3: () => {
-              throw new Error("$.send.s3 is not available in Headwater");
-            },
-            sse: () => {
-              throw new Error("$.send.sse is not available in Headwater");
-            },
-          },
+          send: makeSend(),
         };
         returned = await awaitable(ReflectApply(component["run"] as Fn, instance, [{ $, steps: p.steps ?? {} }]));
       } else {
         const fn = typeof component["run"] === "function" ? (component["run"] as Fn) : defaultRun;
         await awaitable(ReflectApply(fn, instance, [p.event]));
       }
+    } else if (p.method === "additionalProps") {
+      const fn = component["additionalProps"];
+      // Pipedream passes the component's own prop definitions; what comes back is described like props.
+      const more = typeof fn === "function" ? await awaitable(ReflectApply(fn as Fn, instance, [component["props"] ?? {}])) : {};
+      if (!isRecord(more)) throw new TypeError("additionalProps() must return an object of prop definitions");
+      returned = describeProps(more);
     } else {
       const hooks = component["hooks"];
       const hook = isRecord(hooks) ? hooks[p.method] : undefined;
@@ -346,8 +347,8 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
   clearTmp();
   let returnJson: string | undefined;
   let exportsJson: string | undefined;
-  if (error === undefined && exited === undefined && isAction && p.method === "run") {
-    const r = valueJson(returned, "the return value", p.limits.maxEmitBytes);
+  if (error === undefined && exited === undefined && ((isAction && p.method === "run") || p.method === "additionalProps")) {
+    const r = valueJson(returned, p.method === "run" ? "the return value" : "the props additionalProps() returned", p.limits.maxEmitBytes);
     returnJson = r.json;
     error = r.error;
   }

@@ -6,7 +6,16 @@ import ivm from "isolated-vm";
 import { jsonDepth, MAX_JSON_DEPTH, parseJson } from "../../json/bounded.js";
 import { outboundRequest, OutboundError } from "../../net/outbound.js";
 import type { SandboxLimits } from "../config.js";
-import { checkHeaders, checkMeta, checkStatus, MAX_HEADER_VALUE_BYTES, MAX_RESPONSE_HEADERS } from "../rules.js";
+import {
+  checkHeaders,
+  checkMeta,
+  checkStatus,
+  MAX_HEADER_VALUE_BYTES,
+  MAX_RESPONSE_HEADERS,
+  MAX_SEND_BYTES,
+  MAX_SENDS_PER_RUN,
+  normalizeSend,
+} from "../rules.js";
 import type { HttpResponse, InvocationError, LogLine } from "../types.js";
 import { hostOperation } from "./hostOperations.js";
 import { readLoadResult, type IsolateLoadResult } from "./isolateResults.js";
@@ -22,6 +31,8 @@ export interface SlotEnv {
 /** What the trusted side collects while one invocation runs. */
 export class InvocationRecord {
   emits: WorkerEmit[] = [];
+  /** Accepted $.send.* destinations, normalized, as JSON text. */
+  sends: string[] = [];
   logLines = 0;
   logBytes = 0;
   hostDroppedLogs = 0;
@@ -114,6 +125,7 @@ export class IsolateSlot {
         ignored: true,
       }),
     );
+    g.setSync("__hw_bridge_send", new ivm.Callback((json: unknown) => this.onSend(json), { ignored: true }));
     g.setSync("__hw_bridge_db", new ivm.Callback((key: unknown, json: unknown) => this.onDbSet(key, json), { sync: true }));
     g.setSync("__hw_bridge_http", new ivm.Callback((id: unknown, req: unknown) => this.onHttp(id, req), { ignored: true }));
     g.setSync(
@@ -261,6 +273,47 @@ export class IsolateSlot {
       return;
     }
     rec.emits.push({ event: eventJson, meta: meta.value });
+  }
+
+  private onSend(json: unknown): void {
+    const rec = this.current;
+    // After a violation the run has failed: later sends are not kept.
+    if (!rec || rec.violation) return;
+    if (rec.sends.length >= MAX_SENDS_PER_RUN) {
+      rec.violate("LIMIT_EXCEEDED", `$.send: more than ${MAX_SENDS_PER_RUN} sends were made; the limit is ${MAX_SENDS_PER_RUN} per run`);
+      return;
+    }
+    if (typeof json !== "string") {
+      rec.violate(
+        "SANDBOX_CORRUPTED",
+        "$.send: the destination did not arrive as JSON text; built-ins may have been replaced by the component",
+      );
+      return;
+    }
+    const bytes = json.length * 3 > MAX_SEND_BYTES ? Buffer.byteLength(json) : json.length;
+    if (bytes > MAX_SEND_BYTES) {
+      rec.violate("LIMIT_EXCEEDED", `$.send: a send is ${bytes} bytes of JSON, over the limit of ${MAX_SEND_BYTES} bytes`);
+      return;
+    }
+    if (jsonDepth(json, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+      rec.violate("LIMIT_EXCEEDED", `$.send: a send is nested deeper than ${MAX_JSON_DEPTH} levels`);
+      return;
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(json);
+    } catch {
+      rec.violate("SANDBOX_CORRUPTED", "$.send: the destination is not valid JSON text; built-ins may have been replaced by the component");
+      return;
+    }
+    const kind = typeof value === "object" && value !== null ? (value as Record<string, unknown>)["kind"] : undefined;
+    const checked = normalizeSend(kind, value);
+    // The isolate checked the same rules before sending: a refusal here is a forged proposal.
+    if (!checked.ok) {
+      rec.violate("SANDBOX_CORRUPTED", `${checked.message}; built-ins may have been replaced by the component`);
+      return;
+    }
+    rec.sends.push(JSON.stringify(checked.value));
   }
 
   private onDbSet(key: unknown, json: unknown): DbRefusal | null {

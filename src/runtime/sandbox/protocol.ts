@@ -4,6 +4,7 @@
 // or as primitive fields. Each side checks the shape of every message it receives with the
 // readers below before using it; the host also re-checks sizes and depth of the user's data.
 import type { SandboxLimits } from "../config.js";
+import { MAX_SENDS_PER_RUN } from "../rules.js";
 import type { EmitMeta, InvocationError, InvocationMethod, LogLine } from "../types.js";
 
 export interface WorkerInit {
@@ -59,6 +60,8 @@ export interface WorkerOutcome {
   returnValue?: string;
   exports?: string;
   exited?: { reason?: string };
+  /** Actions: the accepted $.send.* destinations, each as JSON text. */
+  sends?: string[];
   droppedLogLines: number;
   cpuMs: number;
   wallMs: number;
@@ -105,7 +108,7 @@ export const ERROR_CODES = new Set([
   "RUNTIME_CLOSED",
 ]);
 
-const METHODS = new Set(["run", "deploy", "activate", "deactivate"]);
+const METHODS = new Set(["run", "deploy", "activate", "deactivate", "additionalProps"]);
 const LOG_LEVELS = new Set(["log", "info", "warn", "error", "debug", "system"]);
 /** Longest name, message and stack of an InvocationError crossing the process boundary. */
 const MAX_ERROR_FIELD = 16 * 1024;
@@ -314,6 +317,12 @@ function readOutcome(v: unknown, id: number, limits: SandboxLimits): WorkerOutco
   if (out.dbChanged !== (out.db !== undefined)) throw new ProtocolError("a db snapshot comes exactly when dbChanged", id);
   if (v["returnValue"] !== undefined) out.returnValue = str(v, "returnValue", id);
   if (v["exports"] !== undefined) out.exports = str(v, "exports", id);
+  if (v["sends"] !== undefined) {
+    const sends = v["sends"];
+    if (!Array.isArray(sends) || sends.length > MAX_SENDS_PER_RUN || !sends.every((t) => typeof t === "string"))
+      throw new ProtocolError(`sends must be at most ${MAX_SENDS_PER_RUN} strings of JSON text`, id);
+    out.sends = sends;
+  }
   if (v["exited"] !== undefined) {
     const x = v["exited"];
     if (!isRec(x) || (x["reason"] !== undefined && typeof x["reason"] !== "string"))

@@ -8,8 +8,16 @@ import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { JsonLimitError, MAX_ENVELOPE_DEPTH, parseJson, stringifyJson } from "../../json/bounded.js";
 import { defaultWorkerCount, resolveLimits, type RuntimeOptions, type SandboxLimits } from "../config.js";
-import { checkHeaders, checkMeta, checkStatus, MAX_HEADER_VALUE_BYTES, MAX_RESPONSE_HEADERS } from "../rules.js";
-import type { Emit, HttpResponse, Invocation, InvocationCallbacks, InvocationError, InvocationOutcome, LogLine } from "../types.js";
+import {
+  checkHeaders,
+  checkMeta,
+  checkStatus,
+  MAX_HEADER_VALUE_BYTES,
+  MAX_RESPONSE_HEADERS,
+  MAX_SEND_BYTES,
+  normalizeSend,
+} from "../rules.js";
+import type { Emit, HttpResponse, Invocation, InvocationCallbacks, InvocationError, InvocationOutcome, LogLine, Send } from "../types.js";
 import { MAX_DESCRIBE_CHARS } from "./isolateResults.js";
 import { preludeSource } from "./preludeBundle.js";
 import {
@@ -56,7 +64,7 @@ interface PendingDescribe {
 type Pending = PendingInvoke | PendingDescribe;
 
 const WORKER_PATH = fileURLToPath(new URL("./worker.js", import.meta.url));
-const VALID_METHODS = new Set(["run", "deploy", "activate", "deactivate"]);
+const VALID_METHODS = new Set(["run", "deploy", "activate", "deactivate", "additionalProps"]);
 /** Malformed messages from one child within this window after which it is killed and replaced. */
 const BAD_MESSAGE_WINDOW_MS = 60_000;
 const MAX_BAD_MESSAGES = 3;
@@ -405,6 +413,7 @@ export class Runtime {
     pending: PendingInvoke,
     outcome: WorkerOutcome,
     emits: Emit[],
+    sends: Send[],
   ): Pick<InvocationOutcome, "db" | "returnValue" | "exports"> {
     const { maxEmitBytes, maxDbBytes } = this.limits;
     const id = pending.msg.id;
@@ -423,6 +432,12 @@ export class Runtime {
       if (!checked.ok || Object.keys(meta).some((k) => !META_KEYS.has(k)))
         throw new ProtocolError(`an emit's meta: ${checked.ok ? "unknown fields" : checked.message}`, id);
       emits.push({ event: bounded(e.event, "an emitted event", maxEmitBytes), meta: checked.value });
+    }
+    for (const text of outcome.sends ?? []) {
+      const value = bounded(text, "a send", MAX_SEND_BYTES);
+      const checked = normalizeSend(isRec(value) ? value["kind"] : undefined, value);
+      if (!checked.ok) throw new ProtocolError(`a send: ${checked.message}`, id);
+      sends.push(checked.value);
     }
     const out: Pick<InvocationOutcome, "db" | "returnValue" | "exports"> = { db: pending.inv.db ?? {} };
     if (outcome.db !== undefined) {
@@ -457,11 +472,12 @@ export class Runtime {
   ): void {
     clearTimeout(pending.hardTimer);
     const emits: Emit[] = [];
+    const sends: Send[] = [];
     let data: Pick<InvocationOutcome, "db" | "returnValue" | "exports"> = { db: pending.inv.db ?? {} };
     let protocolError: InvocationError | undefined;
     if (outcome) {
       try {
-        data = this.readUserData(pending, outcome, emits);
+        data = this.readUserData(pending, outcome, emits, sends);
       } catch (err) {
         // Emits that passed before the bad part are kept, as after any failure.
         protocolError = protocolFailure(String((err as Error)?.message ?? err));
@@ -493,6 +509,7 @@ export class Runtime {
       warm: outcome?.warm ?? false,
     };
     if (err) result.error = err;
+    if (sends.length > 0) result.sends = sends;
     if (pending.response) result.response = pending.response;
     if (result.ok && data.returnValue !== undefined) result.returnValue = data.returnValue;
     if (result.ok && data.exports) result.exports = data.exports;

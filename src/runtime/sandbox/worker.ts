@@ -211,8 +211,9 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
       delete outcome.exports;
       delete outcome.exited;
     }
-    // Emits and db writes accepted before the run ended are kept, also when it failed.
+    // Emits, sends and db writes accepted before the run ended are kept, also when it failed.
     outcome.emits = rec.emits;
+    if (rec.sends.length > 0) outcome.sends = rec.sends;
     if (rec.db.changed) {
       outcome.dbChanged = true;
       outcome.db = rec.db.snapshot();

@@ -56,6 +56,7 @@ import { DELIVERIES_TOPIC, DELIVERY_PARTITIONS } from "./delivery/messages.js";
 import { routedUpTo } from "./delivery/router.js";
 import { Destinations } from "./destinations/destinations.js";
 import { ManualActionRuns, runAction } from "./components/actionRunner.js";
+import { actionProps } from "./components/actionProps.js";
 import { WorkflowsReadModel } from "./readModels/workflows.js";
 import { WorkflowService } from "./workflows/service.js";
 import { WORKFLOW_RUNS_TOPIC, WorkflowRunQueue, WorkflowRunner, startWorkflowRunner, type StepExecutor } from "./workflows/runner.js";
@@ -410,9 +411,9 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       components,
       sealer,
       clock,
-      rules: propRules,
       execute: executeStep,
-      accountAuth: (id) => connectedAccounts.sealedAuth(id),
+      actionProps: (component, configured, context) =>
+        actionProps({ runtime, sealer, accounts: connectedAccounts }, component, configured, context),
     });
     workflowConsumer = await startWorkflowRunner({
       bus,

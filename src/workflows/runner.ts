@@ -15,8 +15,7 @@ import { runLogged, skippedRunLogged, type RunTrigger } from "../../commands/run
 import { ERRORS_CHANNEL } from "../../commands/subscriptions/subscription.js";
 import type { WorkflowStep } from "../../commands/workflows/workflow.js";
 import type { Workflow, WorkflowsReadModel } from "../readModels/workflows.js";
-import { checkConfiguredProps, openProps, openPropsWithAccounts, type PropRules } from "../sources/configuredProps.js";
-import type { Sealed } from "../secrets/sealer.js";
+import { openProps } from "../sources/configuredProps.js";
 import type { Sealer } from "../secrets/sealer.js";
 import { parseJson } from "../json/bounded.js";
 import { OwnerSlots } from "../runner/ownerSlots.js";
@@ -101,10 +100,16 @@ export interface WorkflowRunnerDeps {
   readonly components: ComponentCache;
   readonly sealer: Sealer;
   readonly clock: Clock;
-  readonly rules: PropRules;
   readonly execute: StepExecutor;
-  /** A connected account's sealed credentials (app props bound with authProvisionId). */
-  readonly accountAuth: (accountId: string) => Promise<Sealed | undefined>;
+  /**
+   * The action's props checked as for a run by hand (src/components/actionProps.ts): types, bounds,
+   * options, defaults, additionalProps, connected accounts; secrets opened. Throws DomainError.
+   */
+  readonly actionProps: (
+    component: LoadedComponent,
+    configured: Record<string, unknown>,
+    context: { ownerId: string; pathPrefix: string },
+  ) => Promise<Record<string, unknown>>;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -146,7 +151,7 @@ export class WorkflowRunner {
       let outcome: InvocationOutcome;
       try {
         if (!component) throw new DomainError("not_found", `the step's component ${step.componentId} is gone`);
-        const props = await this.#props(step, component, steps, index);
+        const props = await this.#props(workflow, step, component, steps, index);
         outcome = await this.deps.execute({ workflow, step, component, props, steps, invocationId: message.invocationId });
       } catch (error) {
         // Props that do not fit once their expressions are evaluated fail the step like a throw would.
@@ -266,27 +271,18 @@ export class WorkflowRunner {
     );
   }
 
-  /** The step's props: stored values opened, expressions evaluated against `steps`, checked against the action's props. */
+  /** The step's props: stored secrets opened, expressions evaluated against `steps`, then checked as the action's props. */
   async #props(
+    workflow: Workflow,
     step: WorkflowStep,
     component: LoadedComponent,
     steps: Record<string, unknown>,
     index: number,
   ): Promise<Record<string, unknown>> {
-    const opened = await openPropsWithAccounts(step.props, this.deps.sealer, this.deps.accountAuth);
-    const evaluated = evaluate(opened, steps) as Record<string, unknown>;
+    const evaluated = evaluate(openProps(step.props, this.deps.sealer), steps) as Record<string, unknown>;
+    // An expression that finds nothing leaves the prop unset: its default, or "is required".
     const given = Object.fromEntries(Object.entries(evaluated).filter(([, value]) => value !== undefined));
-    const known = component.meta.component.props;
-    const checked = checkConfiguredProps(known, given, this.deps.sealer, this.deps.rules);
-    const problems = checked.problems.filter(
-      (p) => !(/\badditionalProps\b/.test(component.code) && p.message === "is not a prop of this component"),
-    );
-    if (problems.length > 0) {
-      const first = problems[0];
-      throw new DomainError("invalid_request", `steps[${index}].props.${first.path.replace(/^configured_props\./, "")} ${first.message}`);
-    }
-    // Values go to the sandbox opened (sealed secrets are for storage only).
-    return { ...given, ...openProps(checked.stored, this.deps.sealer) };
+    return this.deps.actionProps(component, given, { ownerId: workflow.ownerId, pathPrefix: `steps[${index}].props` });
   }
 
   /** The seed's workflow error: original_event, original_context, error {code, cellId, ts, stack}. */

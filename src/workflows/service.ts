@@ -79,7 +79,7 @@ export default {
 }
 
 /** Whether the action computes more props from the configured ones (additionalProps): those are checked at run time. */
-const definesAdditionalProps = (component: LoadedComponent) => /\badditionalProps\b/.test(component.code);
+const definesAdditionalProps = (component: LoadedComponent) => component.meta.component.additionalProps === true;
 
 export class WorkflowService {
   readonly #workflows: HandlerOf<typeof workflowDecider>;

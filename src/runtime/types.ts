@@ -12,6 +12,7 @@ export type PropType =
   | "$.interface.http"
   | "$.interface.timer"
   | "$.service.db"
+  | "alert"
   | "boolean[]"
   | "integer[]"
   | "string[]"

@@ -135,6 +135,7 @@ export function checkConfiguredProps(
       continue;
     }
     if (prop.type === "$.interface.http") continue; // the endpoint is assigned, nothing to configure
+    if (prop.type === "alert") continue; // a message for whoever configures the component, no value
     let value = raw;
     if ((value === undefined || value === null) && prop.default !== undefined) value = prop.default;
     const isApp = prop.type === "app" || prop.type === "app[]";

@@ -415,6 +415,22 @@ steps:
     expect(theirs.status).to.equal(404);
   });
 
+  it("an alert prop (a note for whoever configures the action) needs no value", async () => {
+    const workflow = await deployWorkflow(admin, {
+      name: "With a note",
+      steps: [
+        {
+          name: "noted",
+          code: `export default { name: "Noted", version: "0.1.0", type: "action",
+  props: { note: { type: "alert", alertType: "info", content: "Counts are capped at 10." }, n: { type: "integer", max: 10 } },
+  async run() { return this.n * 2; } };`,
+          props: { n: 4 },
+        },
+      ],
+    });
+    expect((await run(admin, workflow.id)).steps[0].return_value).to.equal(8);
+  });
+
   it("counts workflow runs against the owner's daily invocations", async () => {
     const created = server.cli("admin", "user", "create", "--username", "wffree", "--email", "wffree@example.com");
     const free = server.client(created.json.api_key);

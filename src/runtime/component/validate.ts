@@ -21,6 +21,8 @@ export const PROP_TYPES: Readonly<Record<string, PropTypeRule>> = {
   "$.interface.http": { array: false, source: true, action: false },
   "$.interface.timer": { array: false, source: true, action: false },
   "$.service.db": { array: false, source: true, action: true },
+  /** Text shown to whoever configures the component (content, alertType): nothing to configure. */
+  alert: { array: false, source: true, action: true },
 };
 
 const HOOKS = new Set(["deploy", "activate", "deactivate"]);
@@ -272,7 +274,7 @@ function validateProp(
   if (!rule) {
     problem(
       `${path}.type`,
-      `unknown prop type "${type}" (app, boolean, integer, string, object, any, $.interface.http, $.interface.timer, $.service.db)`,
+      `unknown prop type "${type}" (app, boolean, integer, string, object, any, alert, $.interface.http, $.interface.timer, $.service.db)`,
     );
     return undefined;
   }

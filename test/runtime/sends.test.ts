@@ -137,7 +137,8 @@ describe("runtime: $.send.* and additionalProps", function () {
     expect(checked.problems).to.deep.equal([
       {
         path: "props.broken.type",
-        message: 'unknown prop type "nope" (app, boolean, integer, string, object, any, alert, $.interface.http, $.interface.timer, $.service.db)',
+        message:
+          'unknown prop type "nope" (app, boolean, integer, string, object, any, alert, $.interface.http, $.interface.timer, $.service.db)',
       },
     ]);
     // The run sees the additional props' values too.

@@ -9,8 +9,11 @@ import { ensureChromium } from "../harness/chromium.js";
 
 // The web dashboard in headless Chromium (Debian's package, driven by puppeteer-core) against the
 // real server: sign in with a key held in page memory, deploy a component (validation errors in
-// place first), see an event arrive live over SSE, search it, see a failing run on $errors.
-// Saves docs/dashboard.png and docs/dashboard-deploy.png for the README.
+// place first), see an event arrive live over SSE, search it, see a failing run on $errors;
+// deploy a workflow, run it from its page, see its emits and its errors (the failing step named)
+// arrive live; connect an account, see its deletion refused while a source binds it, delete it.
+// Saves docs/dashboard.png, docs/dashboard-deploy.png, docs/dashboard-errors.png and
+// docs/dashboard-workflow.png for the README.
 
 // Callbacks below run in the page, where these exist (the project compiles without the DOM library).
 declare const document: any, localStorage: any, sessionStorage: any;
@@ -26,6 +29,36 @@ const COMPONENT = `export default {
     console.log("order", event.body?.order);
     this.$emit(event.body, { summary: "order " + event.body?.order });
   },
+};`;
+
+/** An HTTP-triggered workflow: a step that throws when the request asks it to, a registry action, a step that emits. */
+const WORKFLOW = (indent: number) => `name: Order pipeline
+trigger: http
+steps:
+  - name: check
+    code: |
+      async (steps, $) => {
+        const order = steps.trigger.event.body ?? {};
+        if (order.fail) throw new Error("payment provider said no: " + order.fail);
+        return order;
+      }
+  - name: format
+    action: helper_functions-format-json
+    props: { value: "{{steps.check.$return_value}}", indent: ${indent} }
+  - name: notify
+    code: |
+      async (steps, $) => {
+        $.export("$summary", "order " + steps.check.$return_value.order);
+        $.send.emit({ raw_event: { order: steps.check.$return_value.order, text: steps.format.$return_value } });
+      }
+`;
+
+/** A source whose component has an app prop: it binds a connected account. */
+const APP_SOURCE = `export default {
+  name: "Acme contacts",
+  version: "0.1.0",
+  props: { acme: { type: "app", app: "acme" }, http: { type: "$.interface.http" } },
+  async run(event) { this.$emit({ keyed: Boolean(this.acme.$auth.api_key) }); },
 };`;
 
 describe("web dashboard (headless Chromium, real server)", function () {
@@ -181,6 +214,237 @@ describe("web dashboard (headless Chromium, real server)", function () {
     // Streams were opened with stream tokens; the key itself never travelled in a URL.
     expect(requestedUrls.some((u) => u.includes(`/sources/${sourceId}/sse?stream_token=st_`))).to.equal(true);
     expect(requestedUrls.filter((u) => u.includes(server.bootstrapKey.slice(3)))).to.deep.equal([]);
+  });
+
+  it("deploys a workflow from a pasted definition, showing the API's validation errors in place first", async () => {
+    await page.goto(`${server.url}/#/workflows`);
+    await page.waitForSelector("#view-workflows:not([hidden])");
+    // Loaded: the view's heading has the focus (typing earlier would lose keys to it).
+    await page.waitForFunction(() => document.activeElement?.id === "workflows-title");
+    expect(await page.$eval("nav [data-view=workflows]", (el) => el.getAttribute("aria-current"))).to.equal("page");
+    await page.type("#workflow-key", "orders-pipeline");
+    await page.$eval("#workflow-definition", (el, text) => ((el as any).value = text), WORKFLOW(99));
+    await page.click("#workflow-deploy-form button[type=submit]");
+    await page.waitForFunction(() => (document.querySelector("#workflow-definition-error")?.textContent ?? "").includes("at most"));
+    const problem = await text("#workflow-definition-error li");
+    expect(problem, "the path, the step's name, the line and the message").to.include("steps[1].props.indent");
+    expect(problem).to.include("“format”").and.include("line 13").and.include("must be at most 8");
+    expect(await page.$eval("#workflow-definition", (el) => el.getAttribute("aria-invalid"))).to.equal("true");
+    // The focus is in the definition, on the line in error.
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal("workflow-definition");
+    const selected = await page.$eval("#workflow-definition", (el: any) => el.value.slice(el.selectionStart, el.selectionEnd));
+    expect(selected).to.include("indent: 99");
+
+    // Text that is not YAML: the line where reading stopped.
+    await page.$eval("#workflow-definition", (el) => ((el as any).value = "name: [unclosed"));
+    await page.click("#workflow-deploy-form button[type=submit]");
+    await page.waitForFunction(() => (document.querySelector("#workflow-definition-error")?.textContent ?? "").includes("YAML"));
+    expect(await text("#workflow-definition-error")).to.include("line 1");
+
+    await page.$eval("#workflow-definition", (el, text) => ((el as any).value = text), WORKFLOW(2));
+    await page.click("#workflow-deploy-form button[type=submit]");
+    await page.waitForFunction(() => (document.querySelector("#workflow-deploy-result")?.textContent ?? "").startsWith("Deployed"));
+    expect(await text("#workflow-deploy-result")).to.match(
+      /^Deployed Order pipeline \(p_\w+, version 1\)\. Endpoint: http:\/\/\S+\/e\/\w+$/,
+    );
+    expect(await page.$eval("#workflow-definition", (el) => el.getAttribute("aria-invalid"))).to.equal(null);
+    expect(await text("#workflow-definition-error")).to.equal("");
+    await page.waitForFunction(() => (document.querySelector("#workflows-body")?.textContent ?? "").includes("Order pipeline"));
+    expect(await page.$$eval("#workflows-body ol.step-names li", (items) => items.map((i) => i.textContent))).to.deep.equal([
+      "check",
+      "format",
+      "notify",
+    ]);
+  });
+
+  it("runs a workflow from its page, and follows its emits, its $errors (the failing step named) and its logs live", async () => {
+    await page.click("#workflows-body a");
+    await page.waitForSelector("#view-workflow:not([hidden])");
+    await page.waitForFunction(() => document.querySelector("#wf-stream-state")?.textContent === "live");
+    const workflowId = /p_\w+/.exec(page.url())![0];
+    expect(await text("#workflow-title")).to.equal("Order pipeline");
+    expect(await text("#workflow-facts"))
+      .to.include(workflowId)
+      .and.include("orders-pipeline")
+      .and.include("HTTP");
+    const endpoint = await text("#workflow-endpoint");
+    expect(await page.$$eval("#workflow-steps > li strong", (items) => items.map((i) => i.textContent))).to.deep.equal([
+      "check",
+      "format",
+      "notify",
+    ]);
+
+    // An event that is not JSON is refused in place; a good one runs every step.
+    await page.type("#workflow-event", "{nope");
+    await page.click("#workflow-run");
+    await page.waitForFunction(() => (document.querySelector("#workflow-event-error")?.textContent ?? "").includes("not JSON"));
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal("workflow-event");
+    await page.$eval("#workflow-event", (el) => ((el as any).value = ""));
+    await page.type("#workflow-event", '{"body": {"order": "W-1001"}}');
+    await page.click("#workflow-run");
+    await page.waitForFunction(() => (document.querySelector("#workflow-run-result")?.textContent ?? "").startsWith("Run ok"), {
+      timeout: 30_000,
+    });
+    expect(await text("#workflow-run-result")).to.equal("Run ok: 3 step(s), 1 event(s) emitted.");
+    expect(await page.$$eval("#workflow-run-steps .badge", (items) => items.map((i) => i.textContent))).to.deep.equal(["ok", "ok", "ok"]);
+    expect(await text("#workflow-run-steps li:nth-child(2) pre"), "the action's return value").to.include("W-1001");
+
+    // The run's emit arrives live in Emits.
+    await page.waitForFunction(() => (document.querySelector("#wf-stream-items")?.textContent ?? "").includes("W-1001"), {
+      timeout: 20_000,
+    });
+    expect(await text("#wf-stream-items li:first-child pre"))
+      .to.include('"raw_event": {')
+      .and.include('"order": "W-1001"');
+
+    // A failing request, then a good one: the error arrives on the stream too, but not in Emits.
+    for (const body of ['{"fail":"card declined"}', '{"order":"W-1002"}']) {
+      const r = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body });
+      expect(r.status).to.equal(200);
+    }
+    await page.waitForFunction(() => (document.querySelector("#wf-stream-items")?.textContent ?? "").includes("W-1002"), {
+      timeout: 20_000,
+    });
+    expect(await text("#wf-stream-items")).not.to.include("card declined");
+    expect(await page.$$eval("#wf-stream-items li", (items) => items.length)).to.equal(2);
+
+    // $errors: the listed error, then one arriving live, each naming the step that threw, with its stack.
+    await page.focus("#wf-tab-emits");
+    await page.keyboard.press("ArrowRight");
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal("wf-tab-errors");
+    await page.waitForFunction(() => document.querySelector("#wf-stream-state")?.textContent === "live");
+    await page.waitForFunction(() => (document.querySelector("#wf-stream-items")?.textContent ?? "").includes("card declined"));
+    const failing = await fetch(endpoint, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"fail":"insufficient funds"}',
+    });
+    expect(failing.status).to.equal(200);
+    await page.waitForFunction(() => (document.querySelector("#wf-stream-items")?.textContent ?? "").includes("insufficient funds"), {
+      timeout: 20_000,
+    });
+    expect(await page.$eval("#wf-stream-items li", (el) => el.className)).to.include("failed");
+    expect(await text("#wf-stream-items li .badge")).to.equal("$errors");
+    expect(await text("#wf-stream-items li .step-name")).to.equal("check");
+    expect(await text("#wf-stream-items li pre.stack")).to.include("Error: payment provider said no: insufficient funds");
+    expect(await text("#wf-stream-items li .failed-step")).to.include("USER_ERROR");
+
+    // Searching the errors opens the event of the one that matches.
+    await page.type("#wf-stream-filter", "card declined");
+    await page.waitForFunction(() => document.querySelectorAll("#wf-stream-items li").length === 1);
+    expect(await page.$eval("#wf-stream-items li details", (el) => (el as any).open)).to.equal(true);
+    await page.$eval("#wf-stream-filter", (el) => ((el as any).value = ""));
+    await page.$eval("#wf-stream-filter", (el) => el.dispatchEvent(new (el.ownerDocument.defaultView as any).Event("input")));
+
+    // A failing run by hand says which step failed; the steps after it did not run.
+    await page.$eval("#workflow-event", (el) => ((el as any).value = '{"body": {"fail": "expired card"}}'));
+    await page.click("#workflow-run");
+    await page.waitForFunction(() => (document.querySelector("#workflow-run-result")?.textContent ?? "").startsWith("Run failed"), {
+      timeout: 30_000,
+    });
+    expect(await text("#workflow-run-result"))
+      .to.include("in step check")
+      .and.include("expired card")
+      .and.include("USER_ERROR");
+    expect(await page.$$eval("#workflow-run-steps .badge", (items) => items.map((i) => i.textContent))).to.deep.equal([
+      "failed",
+      "not run",
+      "not run",
+    ]);
+    await page.waitForFunction(() => (document.querySelector("#wf-stream-items li")?.textContent ?? "").includes("expired card"), {
+      timeout: 20_000,
+    });
+    await page.screenshot({ path: path.join(repoRoot, "docs", "dashboard-workflow.png"), fullPage: true });
+    expect(fs.statSync(path.join(repoRoot, "docs", "dashboard-workflow.png")).size).to.be.greaterThan(10_000);
+
+    // Logs: every run with its lines, the failed ones marked.
+    await page.focus("#wf-tab-errors");
+    await page.keyboard.press("ArrowRight");
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal("wf-tab-logs");
+    await page.waitForFunction(() => document.querySelector("#wf-stream-state")?.textContent === "live");
+    await page.waitForFunction(() => document.querySelectorAll("#wf-stream-items li").length >= 5);
+    expect(await text("#wf-stream-items"))
+      .to.include("step notify: order W-1002")
+      .and.include("manual run failed");
+    await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: '{"order":"W-1003"}' });
+    await page.waitForFunction(() => (document.querySelector("#wf-stream-items li:first-child")?.textContent ?? "").includes("W-1003"), {
+      timeout: 20_000,
+    });
+    expect(requestedUrls.some((u) => u.includes(`/workflows/${workflowId}/sse?stream_token=st_`))).to.equal(true);
+  });
+
+  it("deletes a workflow after asking in place", async () => {
+    const workflowId = /p_\w+/.exec(page.url())![0];
+    await page.click("#workflow-delete");
+    await page.waitForSelector("#workflow-confirm:not([hidden])");
+    expect(await page.evaluate(() => document.activeElement?.id), "the safe choice has the focus").to.equal("workflow-confirm-no");
+    expect(await text("#workflow-confirm")).to.include("Delete Order pipeline?");
+    await page.keyboard.press("Escape");
+    await page.waitForSelector("#workflow-confirm[hidden]", { hidden: true });
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal("workflow-delete");
+    expect((await server.client().get(`/v1/workflows/${workflowId}`)).status).to.equal(200);
+
+    await page.click("#workflow-delete");
+    await page.click("#workflow-confirm-yes");
+    await page.waitForSelector("#view-workflows:not([hidden])");
+    await page.waitForFunction(() => (document.querySelector("#workflows-body")?.textContent ?? "").includes("No workflows yet"));
+    expect((await server.client().get(`/v1/workflows/${workflowId}`)).status).to.equal(404);
+  });
+
+  it("connects an account without ever showing its credentials, and refuses to delete it while a source binds it", async () => {
+    await page.goto(`${server.url}/#/accounts`);
+    await page.waitForSelector("#view-accounts:not([hidden])");
+    await page.waitForFunction(() => document.activeElement?.id === "accounts-title");
+    // Refused in place before anything is sent.
+    await page.click("#account-form button[type=submit]");
+    await page.waitForFunction(() => (document.querySelector("#account-app-error")?.textContent ?? "").includes("name the app"));
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal("account-app");
+
+    await page.type("#account-app", "acme");
+    await page.type("#account-name", "work");
+    expect(await page.$eval("#account-field-value-1", (el) => (el as any).type)).to.equal("password");
+    await page.type("#account-field-name-1", "api_key");
+    await page.type("#account-field-value-1", "sk-live-0123456789");
+    await page.click("#account-add-field");
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal("account-field-name-2");
+    await page.type("#account-field-name-2", "region");
+    await page.type("#account-field-value-2", "eu-secret-region");
+    await page.click("#account-form button[type=submit]");
+    await page.waitForFunction(() => (document.querySelector("#account-result")?.textContent ?? "").startsWith("Connected"));
+    expect(await text("#account-result")).to.match(/^Connected the acme account “work” \(apn_\w+\) with the fields api_key, region\./);
+    await page.waitForFunction(() => (document.querySelector("#accounts-body")?.textContent ?? "").includes("work"));
+    expect(await text("#accounts-body")).to.include("api_key, region");
+    // The values are nowhere in the page any more: not in the inputs, not in the DOM.
+    expect(await page.$$eval("input[type=password]", (inputs) => inputs.map((i) => (i as any).value).join(""))).to.equal("");
+    const html = await page.content();
+    expect(html).not.to.include("sk-live-0123456789");
+    expect(html).not.to.include("eu-secret-region");
+
+    const admin = server.client();
+    const account = (await admin.get("/v1/users/me/accounts")).body.data.find((a: any) => a.name === "work");
+    const bound = await admin.post("/v1/sources", {
+      component_code: APP_SOURCE,
+      name: "acme-contacts",
+      configured_props: { acme: { authProvisionId: account.id } },
+    });
+    expect(bound.status, JSON.stringify(bound.body)).to.equal(200);
+
+    await page.click("#accounts-body button");
+    await page.waitForSelector("#account-confirm-yes");
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal("account-confirm-no");
+    await page.click("#account-confirm-yes");
+    await page.waitForFunction(() => (document.querySelector("#account-error")?.textContent ?? "").includes("Not deleted"));
+    expect(await text("#account-error"))
+      .to.include(`account ${account.id} is bound by source ${bound.body.data.id}`)
+      .and.include("acme-contacts");
+    expect(await page.$eval("#account-error a", (el) => el.getAttribute("href"))).to.equal(`#/source/${bound.body.data.id}`);
+    expect(await text("#accounts-body")).to.include("work");
+
+    expect((await admin.delete(`/v1/sources/${bound.body.data.id}`)).status).to.be.oneOf([200, 204]);
+    await page.click("#accounts-body button");
+    await page.click("#account-confirm-yes");
+    await page.waitForFunction(() => (document.querySelector("#accounts-body")?.textContent ?? "").includes("No connected accounts yet"));
+    expect((await admin.get(`/v1/accounts/${account.id}`)).status).to.equal(404);
   });
 
   it("lists webhooks with their delivery attempts, subscriptions, and usage", async () => {

@@ -67,24 +67,31 @@ export async function listAll(path, max = 1000) {
   }
 }
 
+export const del = (path) => request("DELETE", path);
+
 /**
- * Follows a source's SSE stream: each item once, in order. Every (re)connection mints a new
- * stream token and resumes after the last id received (`last_event_id`), so a dropped connection
- * neither loses nor repeats items. Returns a function that stops it.
+ * Follows the SSE stream of a source (`kind` "sources") or a workflow ("workflows"): each item
+ * once, in order. Every (re)connection mints a new stream token and resumes after the last id
+ * received (`last_event_id`), so a dropped connection neither loses nor repeats items. The stream
+ * is opened on this page's origin (the path the token's `url` names), which the page's
+ * Content-Security-Policy allows whatever public URL the server is configured with. `accept`
+ * drops items the caller does not show (they still move the resume point). Returns a function
+ * that stops it.
  */
-export function follow(sourceId, { channel, after, onItem, onState }) {
+export function follow(kind, id, { channel, after, accept, onItem, onState }) {
   let lastId = after;
   let source;
   let stopped = false;
   let delay = 500;
   let timer;
+  const path = `${kind}/${encodeURIComponent(id)}`;
 
   async function connect() {
     if (stopped) return;
     onState("connecting");
     let token;
     try {
-      token = (await post(`/v1/sources/${encodeURIComponent(sourceId)}/stream_tokens`)).data.token;
+      token = (await post(`/v1/${path}/stream_tokens`)).data.token;
     } catch (error) {
       if (error instanceof ApiError && (error.status === 401 || error.status === 404)) {
         onState("ended", error.message);
@@ -97,14 +104,16 @@ export function follow(sourceId, { channel, after, onItem, onState }) {
     const query = new URLSearchParams({ stream_token: token });
     if (channel !== undefined) query.set("event_name", channel);
     if (lastId) query.set("last_event_id", lastId);
-    source = new EventSource(`/sources/${encodeURIComponent(sourceId)}/sse?${query}`);
+    source = new EventSource(`/${path}/sse?${query}`);
     source.onopen = () => {
       delay = 500;
       onState("live");
     };
     source.onmessage = (message) => {
       lastId = message.lastEventId || lastId;
-      onItem(JSON.parse(message.data));
+      const item = JSON.parse(message.data);
+      if (accept && !accept(item)) return;
+      onItem(item);
     };
     source.addEventListener("end", (message) => {
       source.close();

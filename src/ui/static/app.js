@@ -1,17 +1,22 @@
 // The dashboard's entry: sign in, then one view per hash route (#/sources, #/source/dc_…,
-// #/deploy, #/webhooks, #/subscriptions, #/usage). The key lives in api.js's memory only.
+// #/deploy, #/workflows, #/workflow/p_…, #/accounts, #/webhooks, #/subscriptions, #/usage). The
+// key lives in api.js's memory only.
 import { signIn, signOut, signedIn, get } from "./api.js";
 import { $, h, clear, announce } from "./dom.js";
 import { showSources, showSource, leaveSource } from "./sources.js";
 import { setUpDeploy } from "./deploy.js";
+import { showWorkflows, showWorkflow, leaveWorkflow, setUpWorkflows } from "./workflows.js";
+import { showAccounts, setUpAccounts } from "./accounts.js";
 import { showWebhooks, showSubscriptions, setUpRouting } from "./routing.js";
 
-const VIEWS = ["sources", "source", "deploy", "webhooks", "subscriptions", "usage"];
+const VIEWS = ["sources", "source", "deploy", "workflows", "workflow", "accounts", "webhooks", "subscriptions", "usage"];
+/** Pages of one item, and the list they belong to in the navigation. */
+const PARENT = { source: "sources", workflow: "workflows" };
 
 function showView(name) {
   for (const view of VIEWS) $(`#view-${view}`).hidden = view !== name;
   for (const link of document.querySelectorAll("nav [data-view]")) {
-    const current = link.dataset.view === name || (name === "source" && link.dataset.view === "sources");
+    const current = link.dataset.view === (PARENT[name] ?? name);
     if (current) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
@@ -21,12 +26,16 @@ async function route() {
   if (!signedIn()) return;
   const [, view = "sources", id] = /^#\/([a-z]+)(?:\/(.+))?$/.exec(location.hash) ?? [];
   leaveSource();
+  leaveWorkflow();
   const name = VIEWS.includes(view) ? view : "sources";
   showView(name);
   const heading = $(`#view-${name} h2`);
   try {
     if (name === "sources") await showSources();
     else if (name === "source") await showSource(decodeURIComponent(id ?? ""));
+    else if (name === "workflows") await showWorkflows();
+    else if (name === "workflow") await showWorkflow(decodeURIComponent(id ?? ""));
+    else if (name === "accounts") await showAccounts();
     else if (name === "webhooks") await showWebhooks();
     else if (name === "subscriptions") await showSubscriptions();
     else if (name === "usage") await showUsage();
@@ -113,6 +122,9 @@ $("#sign-in-form").addEventListener("submit", async (event) => {
 $("#sign-out").addEventListener("click", () => {
   signOut();
   leaveSource();
+  leaveWorkflow();
+  // Nothing typed as a secret outlives the session on the page either.
+  for (const input of document.querySelectorAll("input[type=password]")) input.value = "";
   $("#app").hidden = true;
   $("#who").hidden = true;
   $("#sign-out").hidden = true;
@@ -124,5 +136,7 @@ $("#sign-out").addEventListener("click", () => {
 
 window.addEventListener("hashchange", () => void route());
 setUpDeploy();
+setUpWorkflows();
+setUpAccounts();
 setUpRouting();
 $("#api-key").focus();

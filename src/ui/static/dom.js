@@ -8,7 +8,7 @@ export function h(tag, attributes = {}, ...children) {
     else if (name === "class") element.className = value;
     else element.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     element.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -65,4 +65,43 @@ export function copyButton(text, label) {
     },
     "Copy",
   );
+}
+
+/** A value as indented JSON text (undefined as "undefined"). */
+export const pretty = (value) => JSON.stringify(value, null, 2) ?? "undefined";
+
+/**
+ * Asks before something that cannot be undone, in place: the question and two buttons put in
+ * `container` (ids `<id>-yes`, `<id>-no`), the focus on Cancel, Escape cancels. Resolves true
+ * when confirmed; the container is emptied and hidden either way.
+ */
+export function confirmInline(container, { id, question, confirm }) {
+  return new Promise((resolve) => {
+    const done = (yes) => {
+      clear(container);
+      container.hidden = true;
+      resolve(yes);
+    };
+    const cancel = h("button", { type: "button", class: "secondary", id: `${id}-no`, onclick: () => done(false) }, "Cancel");
+    const box = h(
+      "div",
+      {
+        class: "confirm",
+        role: "group",
+        "aria-labelledby": `${id}-question`,
+        onkeydown: (event) => {
+          if (event.key !== "Escape") return;
+          event.preventDefault();
+          done(false);
+        },
+      },
+      h("p", { id: `${id}-question` }, question),
+      h("button", { type: "button", class: "danger", id: `${id}-yes`, onclick: () => done(true) }, confirm),
+      " ",
+      cancel,
+    );
+    clear(container).append(box);
+    container.hidden = false;
+    cancel.focus();
+  });
 }

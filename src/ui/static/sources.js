@@ -2,13 +2,10 @@
 // (every channel), run logs ($logs) and errors ($errors), each listed then followed over SSE,
 // pretty-printed and searchable.
 import { get, put, post, listAll, follow } from "./api.js";
-import { $, h, clear, announce, time, highlighted, copyButton } from "./dom.js";
+import { $, h, clear, announce, time, copyButton } from "./dom.js";
+import { StreamTabs } from "./streams.js";
 
-const KEPT = 200;
-let stopStream;
 let current;
-/** Bumped by every stream opened or left: a listing that comes back for an older one is dropped. */
-let generation = 0;
 
 const endpointOf = (source) => source.configured_props?.http?.endpoint_url;
 
@@ -61,9 +58,7 @@ $("#sources-refresh").addEventListener("click", () => void showSources().then(()
 
 /** Stops the open stream when leaving a source's page. */
 export function leaveSource() {
-  generation++;
-  stopStream?.();
-  stopStream = undefined;
+  streams.leave();
 }
 
 function renderFacts(source) {
@@ -85,7 +80,7 @@ export async function showSource(id) {
   $("#source-title").textContent = source.name;
   renderFacts(source);
   $("#source-run-result").textContent = "";
-  selectTab($("#tab-events"), false);
+  streams.selectFirst();
 }
 
 $("#source-toggle").addEventListener("click", async () => {
@@ -107,103 +102,12 @@ $("#source-run").addEventListener("click", async () => {
   }
 });
 
-// Tabs: arrow keys move between them (WAI-ARIA tabs pattern), each opens its stream.
-const tabs = () => [...document.querySelectorAll("#stream-tabs [role=tab]")];
-for (const tab of tabs()) {
-  tab.addEventListener("click", () => selectTab(tab, true));
-  tab.addEventListener("keydown", (event) => {
-    const all = tabs();
-    const at = all.indexOf(tab);
-    const next = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: all.length - 1 }[event.key];
-    if (next === undefined) return;
-    event.preventDefault();
-    selectTab(all[(next + all.length) % all.length], true);
-  });
-}
-
-function selectTab(tab, focus) {
-  for (const other of tabs()) {
-    const selected = other === tab;
-    other.setAttribute("aria-selected", String(selected));
-    other.tabIndex = selected ? 0 : -1;
-  }
-  $("#stream-panel").setAttribute("aria-labelledby", tab.id);
-  if (focus) tab.focus();
-  void openStream(tab.dataset.channel === "" ? undefined : tab.dataset.channel);
-}
-
-/** The items shown: newest first, at most KEPT. */
-let items = [];
-
-function itemText(item) {
-  if (item.metadata?.name === "$logs") {
-    const run = item.event;
-    const lines = (run.lines ?? []).map((l) => `${new Date(l.ts).toISOString().slice(11, 23)} ${l.level.padEnd(6)} ${l.message}`);
-    if (run.error) lines.push(`error: ${run.error.name}: ${run.error.message}`);
-    return lines.join("\n");
-  }
-  return JSON.stringify(item.event, null, 2) ?? "undefined";
-}
-
-function renderItems() {
-  const query = $("#stream-filter").value.trim();
-  const list = clear($("#stream-items"));
-  let shown = 0;
-  for (const { item, text } of items) {
-    const haystack = `${text}\n${item.metadata?.summary ?? ""}\n${item.id}`.toLowerCase();
-    if (query && !haystack.includes(query.toLowerCase())) continue;
-    shown++;
-    const channel = item.metadata?.name;
-    const failed = channel === "$errors" || (channel === "$logs" && item.event?.ok === false);
-    list.append(
-      h(
-        "li",
-        { class: failed ? "item failed" : "item" },
-        h(
-          "div",
-          { class: "item-head" },
-          h("time", { datetime: new Date(item.indexed_at_ms).toISOString() }, time(item.indexed_at_ms)),
-          h("span", { class: "badge" }, channel === "" || channel === undefined ? "default channel" : channel),
-          item.metadata?.summary ? h("span", { class: "summary" }, item.metadata.summary) : null,
-          h("code", { class: "id" }, item.id),
-        ),
-        h("pre", { tabindex: "0", "aria-label": `Event ${item.id}` }, highlighted(text, query)),
-      ),
-    );
-  }
-  $("#stream-count").textContent = query ? `${shown} of ${items.length} shown` : `${items.length} item(s)`;
-}
-
-$("#stream-filter").addEventListener("input", renderItems);
-
-async function openStream(channel) {
-  leaveSource();
-  const mine = generation;
-  items = [];
-  renderItems();
-  const state = $("#stream-state");
-  state.textContent = "connecting";
-  state.className = "badge";
-  const sourceId = current.id;
-  const query = new URLSearchParams({ expand: "event", limit: "100" });
-  if (channel !== undefined) query.set("event_name", channel);
-  const listed = (await get(`/v1/sources/${sourceId}/event_summaries?${query}`)).data;
-  if (mine !== generation) return;
-  items = listed.map((item) => ({ item, text: itemText(item) }));
-  renderItems();
-  // Resume after the newest listed item; with none, "0-0" replays whatever arrived since the listing.
-  stopStream = follow(sourceId, {
-    channel,
-    after: listed[0]?.id ?? "0-0",
-    onItem(item) {
-      if (items.some((i) => i.item.id === item.id)) return;
-      items.unshift({ item, text: itemText(item) });
-      items.length = Math.min(items.length, KEPT);
-      renderItems();
-    },
-    onState(name, reason) {
-      state.textContent = name === "ended" ? `ended: ${reason}` : name;
-      state.className = `badge ${name === "live" ? "ok" : name === "ended" ? "paused" : ""}`;
-    },
-  });
-}
+// The three streams: events of every channel (listed, then followed), $logs and $errors.
+const streams = new StreamTabs("stream", (channel) => ({
+  list: async () => {
+    const query = new URLSearchParams({ expand: "event", limit: "100" });
+    if (channel !== undefined) query.set("event_name", channel);
+    return (await get(`/v1/sources/${encodeURIComponent(current.id)}/event_summaries?${query}`)).data;
+  },
+  follow: (after, handlers) => follow("sources", current.id, { channel, after, ...handlers }),
+}));

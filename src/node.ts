@@ -256,7 +256,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   });
   const workflowRuns = new WorkflowRunQueue(bus, replies);
   // A step is an action run: run() in the sandbox, then its $.send.* (src/components/actionRunner.ts).
-  const executeStep: StepExecutor = async ({ workflow, component, props, steps, invocationId, step }) =>
+  const executeStep: StepExecutor = async ({ workflow, component, props, steps, invocationId, step, timeoutMs }) =>
     (
       await runAction(
         { runtime, destinations, clock },
@@ -268,6 +268,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
           ownerId: workflow.creatorId,
           ownerEmail: accountsView.user(workflow.creatorId)?.email || null,
           emitterId: workflow.id,
+          timeoutMs,
         },
       )
     ).outcome;
@@ -412,6 +413,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       sealer,
       clock,
       execute: executeStep,
+      runTimeoutMs,
       actionProps: (component, configured, context) =>
         actionProps({ runtime, sealer, accounts: connectedAccounts }, component, configured, context),
     });

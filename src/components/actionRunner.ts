@@ -29,6 +29,8 @@ export interface ActionRunRequest {
   readonly ownerEmail: string | null;
   /** The component, workflow or step running it: names the warm isolate and tags what is sent. */
   readonly emitterId: string;
+  /** A shorter wall-clock limit than the node's run timeout (a workflow's remaining time). */
+  readonly timeoutMs?: number;
 }
 
 export interface ActionRun {
@@ -55,6 +57,7 @@ export async function runAction(deps: ActionRunnerDeps, request: ActionRunReques
     props: request.props,
     steps: request.steps ?? {},
     db: {},
+    ...(request.timeoutMs !== undefined ? { limits: { timeoutMs: request.timeoutMs } } : {}),
   });
   const wanted = outcome.sends ?? [];
   if (wanted.length === 0) return { outcome, sends: [] };

@@ -92,6 +92,8 @@ export type StepExecutor = (request: {
   readonly props: Record<string, unknown>;
   readonly steps: Record<string, unknown>;
   readonly invocationId: string;
+  /** What is left of the run's time: the step gets no more. */
+  readonly timeoutMs: number;
 }) => Promise<InvocationOutcome>;
 
 export interface WorkflowRunnerDeps {
@@ -101,6 +103,8 @@ export interface WorkflowRunnerDeps {
   readonly sealer: Sealer;
   readonly clock: Clock;
   readonly execute: StepExecutor;
+  /** A whole run's wall-clock limit, shared by its steps (the node's run timeout). */
+  readonly runTimeoutMs: number;
   /**
    * The action's props checked as for a run by hand (src/components/actionProps.ts): types, bounds,
    * options, defaults, additionalProps, connected accounts; secrets opened. Throws DomainError.
@@ -145,6 +149,7 @@ export class WorkflowRunner {
     let failure: { step: WorkflowStep; error: { name: string; message: string; code: string; stack?: string } } | undefined;
     let exited: { reason: string | null; step: string } | undefined;
 
+    const deadline = startedMs + this.deps.runTimeoutMs;
     for (const [index, step] of workflow.steps.entries()) {
       const component = this.deps.components.get(step.componentId);
       lines.push({ ts: this.deps.clock.now(), level: "system", message: `step ${step.name} (${step.cellId}) started` });
@@ -152,7 +157,11 @@ export class WorkflowRunner {
       try {
         if (!component) throw new DomainError("not_found", `the step's component ${step.componentId} is gone`);
         const props = await this.#props(workflow, step, component, steps, index);
-        outcome = await this.deps.execute({ workflow, step, component, props, steps, invocationId: message.invocationId });
+        const timeoutMs = deadline - this.deps.clock.now();
+        outcome =
+          timeoutMs > 0
+            ? await this.deps.execute({ workflow, step, component, props, steps, invocationId: message.invocationId, timeoutMs })
+            : timedOut(this.deps.runTimeoutMs);
       } catch (error) {
         // Props that do not fit once their expressions are evaluated fail the step like a throw would.
         const configuration = error instanceof DomainError || (error as Error).name === "ConfigurationError";
@@ -372,6 +381,21 @@ export async function startWorkflowRunner(deps: WorkflowConsumerDeps): Promise<B
       },
     },
   });
+}
+
+/** A step that had no time left: the run's timeout is shared by its steps. */
+function timedOut(runTimeoutMs: number): InvocationOutcome {
+  return {
+    ok: false,
+    error: { name: "TimeoutError", code: "TIMEOUT", message: `the workflow ran out of its ${runTimeoutMs} ms before this step started` },
+    emits: [],
+    logs: [],
+    db: {},
+    dbChanged: false,
+    cpuMs: 0,
+    wallMs: 0,
+    warm: false,
+  };
 }
 
 function readRun(record: BusRecord): WorkflowRunMessage | undefined {

@@ -493,3 +493,35 @@ steps:
     expect((await fetch(workflow.trigger.endpoint_url!, { method: "POST" })).status).to.equal(404);
   });
 });
+
+describe("workflows: one time limit for the whole run (real server)", function () {
+  this.timeout(60_000);
+  const server = new TestServer({ env: { HEADWATER_RUN_TIMEOUT_MS: "1500" } });
+  before(() => server.start());
+  after(() => server.stop());
+
+  it("steps share the run's timeout: the step that runs out of it fails with TIMEOUT", async () => {
+    const admin = server.client();
+    const nap = "async (steps, $) => { await new Promise((r) => setTimeout(r, 700)); return 'rested'; }";
+    const deployed = await admin.post("/v1/workflows", {
+      definition: {
+        name: "Sleepy",
+        steps: [
+          { name: "one", code: nap },
+          { name: "two", code: nap },
+          { name: "three", code: nap },
+        ],
+      },
+    });
+    expect(deployed.status, JSON.stringify(deployed.body)).to.equal(200);
+    // Each nap alone fits the 1.5 s limit; the third does not fit what the first two left.
+    const ran = (await admin.post(`/v1/workflows/${deployed.body.data.id}/run`, {})).body.data;
+    expect(ran.ok).to.equal(false);
+    expect(ran.steps.map((s: { name: string; ok: boolean }) => [s.name, s.ok])).to.deep.equal([
+      ["one", true],
+      ["two", true],
+      ["three", false],
+    ]);
+    expect(ran.error).to.include({ code: "TIMEOUT", cell_id: deployed.body.data.steps[2].cell_id });
+  });
+});

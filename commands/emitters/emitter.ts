@@ -35,6 +35,16 @@ export interface EmitterRuntimeState {
   readonly lastEventId: string | null;
   /** Recently recorded invocations: a redelivered invocation found here is not run again. */
   readonly recentInvocations: readonly string[];
+  /** The bus record of the last invocation recorded that came over the bus (see alreadyRecorded). */
+  readonly lastDelivery?: Delivery;
+}
+
+/** Where on the bus an invocation came from: its record's partition, offset and append time. */
+export interface Delivery {
+  readonly partition: number;
+  /** Decimal int64, as the bus reports it. */
+  readonly offset: string;
+  readonly timestamp: number;
 }
 
 export type RunRecorded = DomainEvent<"RunRecorded", EmitterRuntimeState & { emitterId: string; invocationId: string; at: number }>;
@@ -47,9 +57,25 @@ export const emptyRuntimeState: EmitterRuntimeState = { dedupe: {}, db: {}, last
 
 /** The state a RunRecorded leaves (the newer of the two streams' last one is the emitter's state). */
 export const stateOf = (recorded: RunRecorded["data"]): EmitterRuntimeState => {
-  const { dedupe, db, lastEventId, recentInvocations } = recorded;
-  return { dedupe, db, lastEventId, recentInvocations };
+  const { dedupe, db, lastEventId, recentInvocations, lastDelivery } = recorded;
+  return { dedupe, db, lastEventId, recentInvocations, ...(lastDelivery ? { lastDelivery } : {}) };
 };
+
+/**
+ * Whether an invocation was recorded already. One emitter's invocations come over one bus
+ * partition in offset order, but the bus commits only its contiguous completed prefix, so after a
+ * crash it redelivers everything past the oldest unfinished record of the partition: behind one
+ * slow run, any number of this emitter's recorded invocations. Those are the records at or before
+ * the last one recorded, and appended no later than it (a bus whose offsets started again from
+ * zero brings newer records at low offsets: those run). Invocations that did not come over the
+ * bus, and records whose producers' clocks disagree, are caught by the recent ids.
+ */
+export function alreadyRecorded(state: EmitterRuntimeState, invocationId: string, delivery?: Delivery): boolean {
+  if (state.recentInvocations.includes(invocationId)) return true;
+  const last = state.lastDelivery;
+  if (!delivery || !last || last.partition !== delivery.partition) return false;
+  return BigInt(delivery.offset) <= BigInt(last.offset) && delivery.timestamp <= last.timestamp;
+}
 
 export interface RecordRun {
   readonly emitterId: string;
@@ -65,6 +91,8 @@ export interface RecordRun {
   readonly nowMs: number;
   /** The triggering event's chain of emitters (runs triggered through subscriptions). */
   readonly chain?: readonly string[];
+  /** The bus record the invocation came in, when it came over the bus. */
+  readonly delivery?: Delivery;
 }
 
 export type RunDecision =
@@ -85,7 +113,7 @@ const channelOf = (name: unknown) => (typeof name === "string" ? name : "");
  * redelivered invocation that was already recorded.
  */
 export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDecision {
-  if (state.recentInvocations.includes(command.invocationId)) return { kind: "duplicate" };
+  if (alreadyRecorded(state, command.invocationId, command.delivery)) return { kind: "duplicate" };
   const ordered = orderByTs(command.emits, command.startedMs);
   const deduped = applyDedupe(command.strategy, state.dedupe, ordered);
   const { state: dedupe, warnings } = deduped;
@@ -117,6 +145,7 @@ export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDe
       db: command.db,
       lastEventId: emitted.length > 0 ? emitted[emitted.length - 1].data.id : state.lastEventId,
       recentInvocations: [...state.recentInvocations, command.invocationId].slice(-RECENT_INVOCATIONS),
+      ...(command.delivery ? { lastDelivery: command.delivery } : state.lastDelivery ? { lastDelivery: state.lastDelivery } : {}),
     },
   };
   if (emitted.length === 0) return { kind: "db", events: [recorded], warnings };

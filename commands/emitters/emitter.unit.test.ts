@@ -1,5 +1,15 @@
 import { expect } from "chai";
-import { deleteEvents, emptyRuntimeState, recordRun, type EventEmitted, type RecordRun } from "./emitter.js";
+import {
+  RECENT_INVOCATIONS,
+  deleteEvents,
+  emptyRuntimeState,
+  recordRun,
+  stateOf,
+  type EmitterRuntimeState,
+  type RunRecorded,
+  type EventEmitted,
+  type RecordRun,
+} from "./emitter.js";
 import { DomainError } from "../decider.js";
 
 const run = (overrides: Partial<RecordRun>): RecordRun => ({
@@ -40,6 +50,43 @@ describe("commands/emitters", () => {
   it("a redelivered invocation records nothing", () => {
     const state = { ...emptyRuntimeState, recentInvocations: ["inv_1"] };
     expect(recordRun(run({ emits: [{ event: 1, meta: {} }] }), state)).to.deep.equal({ kind: "duplicate" });
+  });
+
+  it("a redelivery from far behind the recent ids is told by its bus record; a bus started again from zero is not", () => {
+    // Recorded RECENT_INVOCATIONS + 10 invocations that came over partition 3 (offsets 100.., appended at 5000..).
+    let state: EmitterRuntimeState = emptyRuntimeState;
+    for (let i = 0; i < RECENT_INVOCATIONS + 10; i++) {
+      const d = recordRun(
+        run({
+          invocationId: `inv_${i}`,
+          emits: [{ event: i, meta: {} }],
+          delivery: { partition: 3, offset: String(100 + i), timestamp: 5000 + i },
+        }),
+        state,
+      );
+      if (d.kind === "duplicate") throw new Error(`inv_${i} taken for a duplicate`);
+      state = stateOf(d.events[d.events.length - 1].data as RunRecorded["data"]);
+    }
+    expect(state.recentInvocations).to.not.include("inv_0");
+    expect(state.lastDelivery).to.deep.equal({
+      partition: 3,
+      offset: String(100 + RECENT_INVOCATIONS + 9),
+      timestamp: 5000 + RECENT_INVOCATIONS + 9,
+    });
+    const again = (delivery: { partition: number; offset: string; timestamp: number }, invocationId = "inv_0") =>
+      recordRun(run({ invocationId, emits: [{ event: 0, meta: {} }], delivery }), state).kind;
+    // The first invocation again, redelivered after a crash behind a slow run: not run twice.
+    expect(again({ partition: 3, offset: "100", timestamp: 5000 })).to.equal("duplicate");
+    // A new record past the last one runs.
+    expect(again({ partition: 3, offset: "1000", timestamp: 9000 }, "inv_new")).to.equal("emits");
+    // Offsets started again from zero (the topic was recreated): newer records at low offsets run.
+    expect(again({ partition: 3, offset: "0", timestamp: 9000 }, "inv_new")).to.equal("emits");
+    // Another partition (the topic was repartitioned): only the ids count.
+    expect(again({ partition: 4, offset: "1", timestamp: 1 }, "inv_new")).to.equal("emits");
+    // A run that did not come over the bus keeps the last delivery.
+    const hook = recordRun(run({ invocationId: "inv_hook", db: { a: 1 }, dbChanged: true }), state);
+    if (hook.kind === "duplicate") throw new Error("hook taken for a duplicate");
+    expect((hook.events.at(-1)!.data as RunRecorded["data"]).lastDelivery).to.deep.equal(state.lastDelivery);
   });
 
   it("a run that only changed the db writes only the state", () => {

@@ -9,6 +9,7 @@ import type { ComponentCache } from "../components/componentCache.js";
 import type { SourceRunner } from "./sourceRunner.js";
 import { OwnerSlots } from "./ownerSlots.js";
 import { log } from "../observability/log.js";
+import type { Delivery } from "../../commands/emitters/emitter.js";
 
 /** Invocations are keyed by source id, so one source's runs happen one at a time, in order. */
 export const INVOCATIONS_TOPIC = "headwater.invocations";
@@ -87,14 +88,19 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
   async function handle(record: BusRecord, message: InvocationMessage): Promise<void> {
     let reply: InvocationReply;
     try {
-      reply = await runInvocation(deps, message);
+      reply = await runInvocation(deps, message, deliveryOf(record));
       failures.delete(message.invocationId);
     } catch (error) {
       // The batch is retried by the bus (recorded runs are skipped); one that keeps failing is parked.
       const attempts = (failures.get(message.invocationId) ?? 0) + 1;
       failures.set(message.invocationId, attempts);
       if (attempts < PARK_AFTER_ATTEMPTS) throw error;
-      reply = await parkInvocation(deps, message, `${(error as Error).message ?? String(error)} (after ${attempts} attempts)`);
+      reply = await parkInvocation(
+        deps,
+        message,
+        deliveryOf(record),
+        `${(error as Error).message ?? String(error)} (after ${attempts} attempts)`,
+      );
       failures.delete(message.invocationId);
     }
     const replyTo = record.headers[replyHeaders.replyTo];
@@ -151,13 +157,25 @@ function readInvocation(record: BusRecord): InvocationMessage | undefined {
  * Records an invocation that cannot be processed as a failed run: its reason in the source's logs
  * and on $errors with the original event, so the user sees it and the partition moves on.
  */
-async function parkInvocation(deps: RunnerConsumerDeps, message: InvocationMessage, reason: string): Promise<InvocationReply> {
+async function parkInvocation(
+  deps: RunnerConsumerDeps,
+  message: InvocationMessage,
+  delivery: Delivery,
+  reason: string,
+): Promise<InvocationReply> {
   const source = deps.sources.source(message.sourceId);
   const component = source ? deps.components.get(source.componentId) : undefined;
   if (!source || !component) return { status: "gone" };
   const error = { name: "InvocationParked", code: "PARKED", message: `the invocation could not be processed and was parked: ${reason}` };
   const result = await deps.runner.park(
-    { source: runnableOf(deps, source), component, invocationId: message.invocationId, trigger: message.trigger, event: message.event },
+    {
+      source: runnableOf(deps, source),
+      component,
+      invocationId: message.invocationId,
+      trigger: message.trigger,
+      event: message.event,
+      delivery,
+    },
     error,
   );
   return {
@@ -177,7 +195,14 @@ const runnableOf = (deps: RunnerConsumerDeps, source: Source) => ({
   endpointUrl: deps.endpointUrl(source.endpointId),
 });
 
-async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessage): Promise<InvocationReply> {
+/** Where a record sits on the bus: a redelivery of a recorded invocation is told by it. */
+export const deliveryOf = (record: BusRecord): Delivery => ({
+  partition: record.partition,
+  offset: record.offset,
+  timestamp: record.timestamp,
+});
+
+async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessage, delivery: Delivery): Promise<InvocationReply> {
   const source = deps.sources.source(message.sourceId);
   if (!source) return { status: "gone" };
   // A paused source takes no runs, except one asked for by hand.
@@ -194,6 +219,7 @@ async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessag
     trigger: message.trigger,
     event: message.event,
     ...(message.chain ? { chain: message.chain } : {}),
+    delivery,
   });
   if (result.duplicate) return { status: "duplicate" };
   const { outcome } = result;

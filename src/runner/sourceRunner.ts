@@ -5,7 +5,7 @@ import type { EmitterStore, LoadedEmitter } from "../../commands/emitters/emitte
 import type { RunLogStore } from "../../commands/runLogs/runLogStore.js";
 import { runLogged, skippedRunLogged, type RunTrigger } from "../../commands/runLogs/runLog.js";
 import type { Emit } from "../../commands/emitters/dedupe.js";
-import type { EventEmitted } from "../../commands/emitters/emitter.js";
+import { alreadyRecorded, type Delivery, type EventEmitted } from "../../commands/emitters/emitter.js";
 import { MissingAccountError, openPropsWithAccounts } from "../sources/configuredProps.js";
 import type { Sealed, Sealer } from "../secrets/sealer.js";
 import type { Clock } from "../ids.js";
@@ -26,6 +26,8 @@ export interface RunRequest {
   readonly event?: unknown;
   /** The triggering event's chain of emitters: the events this run emits carry it on. */
   readonly chain?: readonly string[];
+  /** The bus record the invocation came in (a redelivery of a recorded one is not run again). */
+  readonly delivery?: Delivery;
 }
 
 export interface RunResult {
@@ -64,7 +66,7 @@ export class SourceRunner {
 
   async run(request: RunRequest): Promise<RunResult> {
     const loaded = await this.emitters.load(request.source.id);
-    if (loaded.state.recentInvocations.includes(request.invocationId)) {
+    if (alreadyRecorded(loaded.state, request.invocationId, request.delivery)) {
       return { outcome: emptyOutcome(), duplicate: true, emitted: [], response: undefined, position: undefined };
     }
     const execution = await this.execute(request, loaded.state.db);
@@ -147,6 +149,7 @@ export class SourceRunner {
         startedMs,
         nowMs: this.clock.now(),
         ...(request.chain ? { chain: request.chain } : {}),
+        ...(request.delivery ? { delivery: request.delivery } : {}),
       },
       {
         ...(loaded ? { loaded } : {}),

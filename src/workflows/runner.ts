@@ -19,6 +19,8 @@ import { openProps } from "../sources/configuredProps.js";
 import type { Sealer } from "../secrets/sealer.js";
 import { parseJson } from "../json/bounded.js";
 import { OwnerSlots } from "../runner/ownerSlots.js";
+import { deliveryOf } from "../runner/invocations.js";
+import { alreadyRecorded, type Delivery } from "../../commands/emitters/emitter.js";
 import { DomainError } from "../../commands/decider.js";
 import type { Clock } from "../ids.js";
 import { evaluate } from "./expressions.js";
@@ -127,9 +129,10 @@ export interface WorkflowRunResult {
 export class WorkflowRunner {
   constructor(private readonly deps: WorkflowRunnerDeps) {}
 
-  async run(workflow: Workflow, message: WorkflowRunMessage): Promise<WorkflowRunReply> {
+  /** Runs a workflow once; `delivery` is the bus record it came in (a redelivery of a recorded run is skipped). */
+  async run(workflow: Workflow, message: WorkflowRunMessage, delivery?: Delivery): Promise<WorkflowRunReply> {
     const loaded = await this.deps.emitters.load(workflow.id);
-    if (loaded.state.recentInvocations.includes(message.invocationId)) return { status: "duplicate" };
+    if (alreadyRecorded(loaded.state, message.invocationId, delivery)) return { status: "duplicate" };
     const startedMs = this.deps.clock.now();
     const context = {
       id: message.invocationId,
@@ -230,6 +233,7 @@ export class WorkflowRunner {
         startedMs,
         nowMs: endedMs,
         ...(message.chain ? { chain: message.chain } : {}),
+        ...(delivery ? { delivery } : {}),
       },
       {
         loaded,
@@ -340,7 +344,7 @@ export async function startWorkflowRunner(deps: WorkflowConsumerDeps): Promise<B
       else if (!workflow.active && message.trigger !== "manual") {
         const position = await deps.runner.logSkipped(workflow, message);
         reply = { status: "paused", ...(position !== undefined ? { position } : {}) };
-      } else reply = await deps.runner.run(workflow, message);
+      } else reply = await deps.runner.run(workflow, message, deliveryOf(record));
       failures.delete(message.invocationId);
     } catch (error) {
       const attempts = (failures.get(message.invocationId) ?? 0) + 1;

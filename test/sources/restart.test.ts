@@ -2,7 +2,9 @@ import { expect } from "chai";
 import path from "node:path";
 import { TestServer, type ApiClient } from "../harness/server.js";
 import { openBus } from "../../src/bus/open.js";
-import { INVOCATIONS_TOPIC, type InvocationMessage } from "../../src/runner/invocations.js";
+import { INVOCATIONS_TOPIC, INVOCATION_PARTITIONS, type InvocationMessage } from "../../src/runner/invocations.js";
+import { partitionForKey } from "../../src/bus/partition.js";
+import { RECENT_INVOCATIONS } from "../../commands/emitters/emitter.js";
 import { EMIT_TIMER_EVENT, deploy, eventually, events, sleep, type EventSummary } from "./sourcesSupport.js";
 
 // What sources promise across a SIGKILL and a restart: acknowledged events are kept, a custom-response
@@ -192,5 +194,66 @@ describe("restart (real server)", function () {
       ticked.filter((e) => e.event.redelivered === true),
       "the redelivered timer tick ran again",
     ).to.deep.equal([]);
+  });
+});
+
+/** Emits each request's body, except that a body with `hang` keeps its run busy for 30 s first. */
+const ECHO_OR_HANG = `export default {
+  name: "Echo or hang",
+  version: "0.0.1",
+  props: { http: { type: "$.interface.http" } },
+  async run(event) {
+    if (event.body && event.body.hang) await new Promise((resolve) => setTimeout(resolve, 30000));
+    this.$emit(event.body, { summary: "body" });
+  },
+};`;
+
+describe("restart behind a slow run (real server)", function () {
+  this.timeout(120_000);
+  const server = new TestServer();
+  // The redelivered hanging run would hold a graceful stop for its 30 s.
+  after(() => server.kill());
+
+  it("a busy source sharing its partition with a hanging run emits each event once after a SIGKILL, however far the commit lagged", async () => {
+    await server.start();
+    let client = server.client();
+    // Seventeen sources on sixteen partitions: two of them share one.
+    const deployed = await Promise.all(
+      Array.from({ length: INVOCATION_PARTITIONS + 1 }, (_, i) => deploy(client, ECHO_OR_HANG, {}, `s${i}`)),
+    );
+    const byPartition = new Map<number, any[]>();
+    for (const source of deployed) {
+      const partition = partitionForKey(source.id, INVOCATION_PARTITIONS);
+      byPartition.set(partition, [...(byPartition.get(partition) ?? []), source]);
+    }
+    const [slow, busy] = [...byPartition.values()].find((group) => group.length > 1)!;
+    const endpointOf = (source: any) => new URL(source.configured_props.http.endpoint_url).pathname;
+
+    // The slow run holds its partition's committed offset while the busy source's runs finish behind it,
+    // more of them than the ids a source remembers.
+    expect((await client.post(endpointOf(slow), { hang: true })).status).to.equal(200);
+    const count = RECENT_INVOCATIONS + 20;
+    for (let n = 0; n < count; n += 10) {
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => client.post(endpointOf(busy), { n: n + i })));
+      expect(answers.map((r) => r.status)).to.deep.equal(Array(10).fill(200));
+    }
+    await eventually("every busy run recorded", async () => ((await events(client, busy.id)).length >= count ? true : undefined), 30_000);
+    await server.kill();
+
+    await server.start();
+    client = server.client();
+    // Behind everything the bus redelivers for that source: once this one's event is in, the rest were handled.
+    expect((await client.post(endpointOf(busy), { n: "after" })).status).to.equal(200);
+    const got = await eventually(
+      "the event sent after the restart",
+      async () => {
+        const list = await events(client, busy.id);
+        return list.some((e) => e.event.n === "after") ? list : undefined;
+      },
+      30_000,
+    );
+    const duplicated = [...countBy(got, (e) => e.event.n)].filter(([, times]) => times > 1);
+    expect(duplicated, "events emitted twice").to.deep.equal([]);
+    expect(got).to.have.length(count + 1);
   });
 });

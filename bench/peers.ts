@@ -353,7 +353,7 @@ function render(machine: string, rows: Round[]): string {
   const out = [
     `# Peers benchmark${mode === "scaled" ? " (scaled: PostgreSQL log + Kafka bus)" : ""}`,
     "",
-    `Command: \`${mode === "scaled" ? "BENCH_MODE=scaled " : ""}npm run bench:peers\` (bench/peers.ts). Written by the bench; regenerate rather than edit.`,
+    `Command: \`${mode === "scaled" ? "BENCH_MODE=scaled " : ""}npm run bench:peers\` (bench/peers.ts). Tables written by the bench; the reading at the end, if any, by hand.`,
     "",
     `Machine: ${machine}.`,
     "",

@@ -329,7 +329,7 @@ async function main(): Promise<void> {
     out.push(
       "# Scale benchmark (one node, embedded default)",
       "",
-      "Command: `npm run bench:scale` (bench/scale.ts). Written by the bench; regenerate rather than edit.",
+      "Command: `npm run bench:scale` (bench/scale.ts). Tables written by the bench; the reading at the end, if any, by hand.",
       "",
       `Machine: ${machine}.`,
       "",

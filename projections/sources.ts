@@ -29,6 +29,8 @@ export const sourcesProjection: Projection = {
       name TEXT NOT NULL, name_slug TEXT NOT NULL, endpoint_id TEXT NOT NULL UNIQUE, configured_props TEXT NOT NULL,
       active INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, seq INTEGER NOT NULL)`,
     "CREATE INDEX IF NOT EXISTS sources_by_owner ON sources (owner_id, seq)",
+    // Every deploy asks whether a name_slug is taken: without it, a scan of all the owner's sources.
+    "CREATE INDEX IF NOT EXISTS sources_by_owner_slug ON sources (owner_id, name_slug)",
     countTable("source_counts"),
   ],
   handles: new Set(["SourceDeployed", "SourceUpdated", "SourceDeleted"]),

@@ -2,6 +2,7 @@ import type { Projection } from "../src/projector/projection.js";
 import type { DeliveryEvent } from "../commands/deliveries/delivery.js";
 import type { WebhookDeleted } from "../commands/webhooks/webhook.js";
 import { statement } from "../src/readModels/statements.js";
+import { KeptWindow } from "./keptWindow.js";
 
 /** Attempts kept and listable per listener. */
 export const KEPT_ATTEMPTS = 1000;
@@ -73,11 +74,7 @@ export const deliveriesProjection: Projection = {
         a.subscriptionId,
         recorded.position,
       );
-      statement(
-        db,
-        `DELETE FROM delivery_attempts WHERE listener_id = ? AND seq < (
-           SELECT seq FROM delivery_attempts WHERE listener_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
-      ).run(a.listenerId, a.listenerId, KEPT_ATTEMPTS - 1);
+      keptAttempts.touch(a.listenerId);
     }
     // Every delivery event carries the queue's length after it, and when its head is due.
     statement(
@@ -86,4 +83,9 @@ export const deliveriesProjection: Projection = {
        ON CONFLICT(listener_id) DO UPDATE SET pending = excluded.pending, next_attempt_at = excluded.next_attempt_at`,
     ).run(d.listenerId, d.pending, d.headDueAt);
   },
+  afterBatch(db) {
+    keptAttempts.trim(db);
+  },
 };
+
+const keptAttempts = new KeptWindow("delivery_attempts", "listener_id", KEPT_ATTEMPTS);

@@ -6,6 +6,7 @@ import type { EventEmitted } from "../commands/emitters/emitter.js";
 import type { RecordedEvent } from "../src/store/eventStore.js";
 import { parseEventId } from "../commands/emitters/eventIds.js";
 import { statement } from "../src/readModels/statements.js";
+import { KeptWindow } from "./keptWindow.js";
 
 /** A row of `emitted_events`: event is its JSON text. */
 export interface EmittedEventRow {
@@ -40,6 +41,8 @@ export function emittedEventRow(recorded: RecordedEvent): EmittedEventRow {
     seq: recorded.position,
   };
 }
+
+const keptEvents = new KeptWindow("emitted_events", "emitter_id", KEPT_EVENTS);
 
 // The window is the newest 100 EventEmitted of the emitter, deleted or not, which is exactly what
 // log retention keeps: a rebuild from the truncated log gives the same rows.
@@ -86,7 +89,7 @@ export const emittedEventsProjection: Projection = {
           row.seq,
           recorded.revision,
         );
-        trim(db, row.emitter_id);
+        keptEvents.touch(row.emitter_id);
         break;
       }
       case "EventsDeleted":
@@ -96,15 +99,10 @@ export const emittedEventsProjection: Projection = {
         break;
     }
   },
+  afterBatch(db) {
+    keptEvents.trim(db);
+  },
 };
-
-function trim(db: Database, emitterId: string): void {
-  statement(
-    db,
-    `DELETE FROM emitted_events WHERE emitter_id = ? AND seq < (
-       SELECT seq FROM emitted_events WHERE emitter_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
-  ).run(emitterId, emitterId, KEPT_EVENTS - 1);
-}
 
 /** The seed's DELETE rules: neither id = all; start only = it and later; end only = it and earlier; both = inclusive range. */
 function markDeleted(db: Database, emitterId: string, startId: string | null, endId: string | null): void {

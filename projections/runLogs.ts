@@ -2,6 +2,7 @@ import type { Projection } from "../src/projector/projection.js";
 import type { RunLogged } from "../commands/runLogs/runLog.js";
 import type { SourceDeleted } from "../commands/sources/source.js";
 import { statement } from "../src/readModels/statements.js";
+import { KeptWindow } from "./keptWindow.js";
 import type { RecordedEvent } from "../src/store/eventStore.js";
 
 export const KEPT_RUN_LOGS = 100;
@@ -72,10 +73,11 @@ export const runLogsProjection: Projection = {
       row.seq,
       recorded.revision,
     );
-    statement(
-      db,
-      `DELETE FROM source_logs WHERE source_id = ? AND seq < (
-         SELECT seq FROM source_logs WHERE source_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
-    ).run(row.source_id, row.source_id, KEPT_RUN_LOGS - 1);
+    keptLogs.touch(row.source_id);
+  },
+  afterBatch(db) {
+    keptLogs.trim(db);
   },
 };
+
+const keptLogs = new KeptWindow("source_logs", "source_id", KEPT_RUN_LOGS);

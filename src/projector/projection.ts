@@ -15,4 +15,6 @@ export interface Projection {
   readonly tables: readonly string[];
   readonly handles: ReadonlySet<string>;
   apply(db: Database, event: RecordedEvent): void;
+  /** Called once after a batch was applied, in the same transaction: work that is cheaper done once per batch. */
+  afterBatch?(db: Database): void;
 }

@@ -22,6 +22,8 @@ export class Projector {
     private readonly store: EventStore,
     private readonly db: Database,
     private readonly projections: readonly Projection[],
+    /** Events per read-model transaction (a rebuild takes larger ones). */
+    private readonly batchSize = 500,
   ) {}
 
   /** Position of the last event every projection has processed. */
@@ -35,7 +37,7 @@ export class Projector {
     this.#position = from;
     this.#subscription = this.store.subscribeToAll({
       fromPosition: from,
-      batchSize: 500,
+      batchSize: this.batchSize,
       onEvents: (events) => this.#applyBatch(events),
       onError: (error) => this.#fail(error),
     });
@@ -109,6 +111,7 @@ export class Projector {
         for (const event of events) {
           if (event.position > checkpoint && projection.handles.has(event.type)) projection.apply(this.db, event);
         }
+        projection.afterBatch?.(this.db);
         save.run(last, projection.name);
       }
     })();
@@ -131,13 +134,16 @@ export class Projector {
   }
 }
 
+/** Events per transaction of a rebuild: nobody reads meanwhile, so fewer, larger commits. */
+const REBUILD_BATCH = 10_000;
+
 /** Drops every read model and replays the whole log into them (operator command and tests). */
 export async function rebuildProjections(store: EventStore, db: Database, projections: readonly Projection[]): Promise<number> {
   db.transaction(() => {
     for (const projection of projections) for (const table of projection.tables) db.exec(`DROP TABLE IF EXISTS ${table}`);
     db.exec("DROP TABLE IF EXISTS projection_checkpoints");
   })();
-  const projector = new Projector(store, db, projections);
+  const projector = new Projector(store, db, projections, REBUILD_BATCH);
   projector.start();
   try {
     await projector.catchUp(10 * 60_000);

@@ -118,6 +118,7 @@ describe("sources: runs in batches (real server)", function () {
   });
 
   it("dedupe sees the earlier runs of the same batch (unique and greatest)", async () => {
+    const before = await batchMetrics(server);
     const unique = await deploy(client, UNIQUE);
     const keys = ["a", "b", "a", "c", "b", "d", "a"];
     await burst(
@@ -147,6 +148,7 @@ describe("sources: runs in batches (real server)", function () {
     await sleep(300);
     const kept = (await events(client, greatest.id)).map((e) => e.event.v).filter((v) => v !== undefined);
     expect(kept).to.deep.equal([5, 6, 9, 10]);
+    expect((await batchMetrics(server)).multi - before.multi, "they ran as batches").to.be.at.least(2);
   });
 
   it("a failing and a timed-out run inside a batch become their own $errors events; the others are kept", async () => {

@@ -357,7 +357,7 @@ function readResponse(r: unknown, id: number): WorkerResponse {
   ) {
     throw new ProtocolError("a response must be { status, headers, body, base64 }", id);
   }
-  return { status: r["status"] as number, headers: str(r, "headers", id), body: r["body"] as string | null, base64: r["base64"] };
+  return { status: r["status"] as number, headers: str(r, "headers", id), body: r["body"], base64: r["base64"] };
 }
 
 function readOutcome(v: unknown, id: number, limits: SandboxLimits): WorkerOutcome {

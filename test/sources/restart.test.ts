@@ -134,7 +134,7 @@ describe("restart (real server)", function () {
   });
 
   it("a redelivered invocation (an HTTP request, a timer tick) emits nothing again", async () => {
-    // The newest ones: the runner remembers the last 50 invocations of a source, which covers what a redelivery can bring.
+    // The newest ones: the runner remembers the last 128 invocations of a source, which covers what a redelivery can bring.
     const original = acknowledged.at(-1);
     expect(original, "the previous test acknowledged requests").to.not.equal(undefined);
     const fired = (await events(client, timer.id)).at(-1)!;

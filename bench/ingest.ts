@@ -204,7 +204,7 @@ async function oneRun(): Promise<Sample> {
       HEADWATER_ENDPOINT_BURST: "1000000",
       // HEADWATER_RUN_BATCH_MAX=1 measures runs one at a time (before batching); the backlog bounds as set, if set.
       ...Object.fromEntries(
-        ["HEADWATER_RUN_BATCH_MAX", "HEADWATER_SOURCE_BACKLOG", "HEADWATER_NODE_BACKLOG"].flatMap((name) =>
+        ["HEADWATER_RUN_BATCH_MAX", "HEADWATER_SOURCE_BACKLOG", "HEADWATER_OWNER_BACKLOG", "HEADWATER_NODE_BACKLOG"].flatMap((name) =>
           process.env[name] ? [[name, process.env[name]]] : [],
         ),
       ),

@@ -108,7 +108,9 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
    * not be run as one: the caller then runs them one at a time, with their own retries and parking.
    */
   async function handleBatch(work: readonly { record: BusRecord; message: InvocationMessage }[]): Promise<boolean> {
-    const source = deps.sources.source(work[0].message.sourceId);
+    const sourceId = work[0].message.sourceId;
+    if (work.some(({ message }) => message.sourceId !== sourceId)) return false;
+    const source = deps.sources.source(sourceId);
     if (!source || !source.active) return false;
     const component = deps.components.get(source.componentId);
     if (!component) return false;

@@ -199,7 +199,16 @@ async function oneRun(): Promise<Sample> {
   const koa = await startPlainKoa();
   const server = new TestServer({
     mode,
-    env: { HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000000", HEADWATER_ENDPOINT_BURST: "1000000" },
+    env: {
+      HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000000",
+      HEADWATER_ENDPOINT_BURST: "1000000",
+      // HEADWATER_RUN_BATCH_MAX=1 measures runs one at a time (before batching); the backlog bounds as set, if set.
+      ...Object.fromEntries(
+        ["HEADWATER_RUN_BATCH_MAX", "HEADWATER_SOURCE_BACKLOG", "HEADWATER_OWNER_BACKLOG", "HEADWATER_NODE_BACKLOG"].flatMap((name) =>
+          process.env[name] ? [[name, process.env[name]]] : [],
+        ),
+      ),
+    },
   });
   await server.start(60_000);
   try {
@@ -316,6 +325,11 @@ console.log(row(`${MANY} sources, custom response (answer after append)`, (s) =>
 console.log(
   `\nqueued, runs completed end to end: 1 source ${Math.round(m((s) => s.queued.runsPerSecond))}/s (backlog drained ${m((s) => s.queued.drainSeconds).toFixed(1)} s after the load); ` +
     `${MANY} sources ${Math.round(m((s) => s.queuedMany.runsPerSecond))}/s (drained ${m((s) => s.queuedMany.drainSeconds).toFixed(1)} s after)`,
+);
+console.log(
+  `end-to-end runs/s / queued ingest req/s (same run): 1 source ${m((s) => s.queued.runsPerSecond / s.queued.rps).toFixed(2)}, ` +
+    `${MANY} sources ${m((s) => s.queuedMany.runsPerSecond / s.queuedMany.rps).toFixed(2)}; refused (429/503) during the queued loads: ` +
+    `1 source ${m((s) => s.queued.failed)}, ${MANY} sources ${m((s) => s.queuedMany.failed)}`,
 );
 console.log(
   `emit-to-SSE (POST sent -> event on EventSource, one at a time, 1 source): queued p50 ${m((s) => s.sseQueued.p50).toFixed(1)} ms p99 ${m((s) => s.sseQueued.p99).toFixed(1)} ms; ` +

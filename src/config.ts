@@ -103,6 +103,7 @@ function specs(dataDirDefault: string) {
     HEADWATER_FREE_DAILY_COMPUTE_MS: int(0)({ default: 30 * 60 * 1000 }),
     HEADWATER_TIMER_MIN_INTERVAL_SECONDS: int(1)({ default: 60 }),
     HEADWATER_RUNS_PER_OWNER: int(1)({ default: 4 }),
+    HEADWATER_RUN_BATCH_MAX: int(1)({ default: 64 }),
     HEADWATER_RUNNER_WORKERS: int(1)({ default: undefined }),
     HEADWATER_RUN_TIMEOUT_MS: int(1)({ default: undefined }),
     HEADWATER_RUN_MEMORY_MB: int(8)({ default: undefined }),
@@ -170,6 +171,8 @@ function toConfig(env: ReturnType<typeof clean>) {
     timerMinSeconds: env.HEADWATER_TIMER_MIN_INTERVAL_SECONDS,
     /** Sources of one billed user that run at once on a runner node (the fairness bound). */
     runsPerOwner: env.HEADWATER_RUNS_PER_OWNER,
+    /** Invocations of one source waiting together run with one sandbox entry and one append (capped at 128). */
+    runBatchMax: env.HEADWATER_RUN_BATCH_MAX,
     runtime: {
       cacheDir: path.join(dataDir, "cache"),
       ...(env.HEADWATER_RUNNER_WORKERS !== undefined ? { workers: env.HEADWATER_RUNNER_WORKERS } : {}),

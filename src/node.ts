@@ -393,6 +393,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       runner,
       endpointUrl,
       runsPerOwner: config.runsPerOwner,
+      batchMax: config.runBatchMax,
+      onBatch: (size) => metrics.observeRunBatch(size),
     });
   }
   /** The owner of a source or workflow, and the glob that names its kind. */

@@ -51,7 +51,8 @@ export type RunRecorded = DomainEvent<"RunRecorded", EmitterRuntimeState & { emi
 export type EventsDeleted = DomainEvent<"EventsDeleted", { emitterId: string; startId: string | null; endId: string | null; at: number }>;
 export type EmitterEvent = EventEmitted | RunRecorded | EventsDeleted;
 
-export const RECENT_INVOCATIONS = 50;
+/** Also the largest run batch (HEADWATER_RUN_BATCH_MAX): a redelivered batch is found here whole. */
+export const RECENT_INVOCATIONS = 128;
 
 export const emptyRuntimeState: EmitterRuntimeState = { dedupe: {}, db: {}, lastEventId: null, recentInvocations: [] };
 
@@ -150,6 +151,37 @@ export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDe
   };
   if (emitted.length === 0) return { kind: "db", events: [recorded], warnings };
   return { kind: "emits", events: [...emitted, recorded], emitted, warnings };
+}
+
+/** A batch of runs decided in order, each on the state the previous one left. */
+export interface BatchDecision {
+  readonly decisions: RunDecision[];
+  /** Every run's EventEmitted, then one RunRecorded with the state after the last run (none when all were duplicates). */
+  readonly events: (EventEmitted | RunRecorded)[];
+  /** Whether any run emitted (the events go to the emitter stream, else to the db stream). */
+  readonly emitted: boolean;
+  readonly state: EmitterRuntimeState;
+}
+
+/**
+ * Decides a batch of one emitter's runs: dedupe, event ids and the recent-invocations window go
+ * on from run to run, and only the last state is recorded (the state of the runs before it is
+ * contained in it: RECENT_INVOCATIONS covers a whole batch).
+ */
+export function recordRuns(commands: readonly RecordRun[], state: EmitterRuntimeState): BatchDecision {
+  const decisions: RunDecision[] = [];
+  const emitted: EventEmitted[] = [];
+  let last: RunRecorded | undefined;
+  let current = state;
+  for (const command of commands) {
+    const decision = recordRun(command, current);
+    decisions.push(decision);
+    if (decision.kind === "duplicate") continue;
+    if (decision.kind === "emits") emitted.push(...decision.emitted);
+    last = decision.events[decision.events.length - 1] as RunRecorded;
+    current = stateOf(last.data);
+  }
+  return { decisions, events: last ? [...emitted, last] : [], emitted: emitted.length > 0, state: current };
 }
 
 export interface DeleteEvents {

@@ -4,6 +4,7 @@ import {
   deleteEvents,
   emptyRuntimeState,
   recordRun,
+  recordRuns,
   stateOf,
   type EmitterRuntimeState,
   type RunRecorded,
@@ -132,5 +133,58 @@ describe("commands/emitters", () => {
     expect(del("9-5", "10-0")[0].data).to.include({ startId: "9-5", endId: "10-0" });
     expect(() => del("10-2", "10-1")).to.throw(DomainError, /start_id is after end_id/);
     expect(() => del("nope", null)).to.throw(DomainError, /event ids/);
+  });
+
+  describe("a batch of runs (recordRuns)", () => {
+    it("decides each run on the state the one before it left: dedupe, event ids and the invocation window go on", () => {
+      const batch = recordRuns(
+        [
+          run({ invocationId: "inv_1", strategy: "unique", emits: [{ event: 1, meta: { id: "a" } }] }),
+          run({
+            invocationId: "inv_2",
+            strategy: "unique",
+            emits: [
+              { event: 2, meta: { id: "a" } },
+              { event: 3, meta: { id: "b" } },
+            ],
+          }),
+          run({ invocationId: "inv_3", strategy: "unique", emits: [{ event: 4, meta: { id: "b" } }], db: { n: 3 }, dbChanged: true }),
+        ],
+        emptyRuntimeState,
+      );
+      expect(batch.decisions.map((d) => d.kind)).to.deep.equal(["emits", "emits", "db"]);
+      // Every run's events, then one RunRecorded with the state after the last run.
+      expect(batch.events.map((e) => e.type)).to.deep.equal(["EventEmitted", "EventEmitted", "RunRecorded"]);
+      expect(batch.events.slice(0, 2).map((e) => (e as EventEmitted).data.event)).to.deep.equal([1, 3]);
+      expect(batch.events.slice(0, 2).map((e) => (e as EventEmitted).data.id)).to.deep.equal(["2000-0", "2000-1"]);
+      expect(batch.emitted).to.equal(true);
+      expect(batch.state).to.deep.equal({
+        dedupe: { unique: ["a", "b"] },
+        db: { n: 3 },
+        lastEventId: "2000-1",
+        recentInvocations: ["inv_1", "inv_2", "inv_3"],
+      });
+      expect(batch.events.at(-1)!.data).to.deep.include({ invocationId: "inv_3", recentInvocations: ["inv_1", "inv_2", "inv_3"] });
+    });
+
+    it("a run already recorded, or twice in the batch, is a duplicate; a batch of duplicates appends nothing", () => {
+      const first = recordRuns([run({ invocationId: "inv_1", emits: [{ event: 1, meta: {} }] })], emptyRuntimeState);
+      const again = recordRuns(
+        [run({ invocationId: "inv_1" }), run({ invocationId: "inv_2", emits: [{ event: 2, meta: {} }] }), run({ invocationId: "inv_2" })],
+        first.state,
+      );
+      expect(again.decisions.map((d) => d.kind)).to.deep.equal(["duplicate", "emits", "duplicate"]);
+      expect(recordRuns([run({ invocationId: "inv_1" })], first.state)).to.deep.include({ events: [], emitted: false });
+    });
+
+    it("runs that only changed this.db record their state alone (the db stream)", () => {
+      const batch = recordRuns(
+        [run({ invocationId: "inv_1", db: { n: 1 }, dbChanged: true }), run({ invocationId: "inv_2", db: { n: 2 }, dbChanged: true })],
+        emptyRuntimeState,
+      );
+      expect(batch.emitted).to.equal(false);
+      expect(batch.events.map((e) => e.type)).to.deep.equal(["RunRecorded"]);
+      expect(batch.state.db).to.deep.equal({ n: 2 });
+    });
   });
 });

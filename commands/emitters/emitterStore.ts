@@ -1,5 +1,6 @@
 // The emitter aggregate's I/O: its state is the newer of its two streams' last RunRecorded, and a
 // run's decision goes to one of them (see emitter.ts). Appends go through the one retry loop.
+import { LRUCache } from "lru-cache";
 import type { EventStore, RecordedEvent } from "../../src/store/eventStore.js";
 import { decideAndAppend, type HandleOptions } from "../handler.js";
 import { streams } from "../streams.js";
@@ -7,6 +8,7 @@ import {
   deleteEvents,
   emptyRuntimeState,
   recordRun,
+  recordRuns,
   stateOf,
   type DeleteEvents,
   type EmitterRuntimeState,
@@ -43,8 +45,90 @@ async function lastRunRecorded(store: EventStore, stream: string): Promise<{ eve
   return { revision };
 }
 
+export interface RecordedBatch {
+  /** One per command, in order (a run already recorded is a duplicate). */
+  readonly decisions: RunDecision[];
+  readonly position: number | undefined;
+}
+
 export class EmitterStore {
+  /** Emitter states with the revisions they were read at, kept by the runner between batches. */
+  readonly #cache = new LRUCache<string, LoadedEmitter>({ max: 10_000 });
+
   constructor(private readonly store: EventStore) {}
+
+  /**
+   * The emitter's state from memory when both its streams are still at the revisions it was read
+   * at (two revision lookups instead of reading both streams back), else read again.
+   */
+  async loadCached(emitterId: string): Promise<LoadedEmitter> {
+    const cached = this.#cache.get(emitterId);
+    if (cached) {
+      const [emits, db] = await Promise.all([
+        this.store.streamRevision(streams.emitter(emitterId)),
+        this.store.streamRevision(streams.emitterDb(emitterId)),
+      ]);
+      if (emits === cached.emitterRevision && db === cached.dbRevision) return cached;
+    }
+    const loaded = await this.load(emitterId);
+    this.#cache.set(emitterId, loaded);
+    return loaded;
+  }
+
+  /**
+   * Records a batch of finished runs of one emitter with one append: each run decided on the state
+   * the previous one left (dedupe sees the batch's earlier runs), all their events, then the state
+   * after the last one. `alongside` gets every non-duplicate decision at once (their logs: one
+   * more append in the same group commit). A conflict reads the state again and decides again.
+   */
+  async recordBatch(
+    commands: readonly RecordRun[],
+    options: {
+      loaded?: LoadedEmitter;
+      alongside?: (decisions: RunDecision[]) => Promise<number | undefined>;
+    } & HandleOptions = {},
+  ): Promise<RecordedBatch> {
+    const emitterId = commands[0].emitterId;
+    let alongside: Promise<number | undefined> | undefined;
+    let decisions: RunDecision[] = [];
+    let preloaded = options.loaded;
+    let after: LoadedEmitter | undefined;
+    let stream = "db" as "emits" | "db";
+    const appended = await decideAndAppend(
+      this.store,
+      async () => {
+        const loaded = preloaded ?? (await this.load(emitterId));
+        preloaded = undefined; // a conflict means it is stale: read again
+        return loaded;
+      },
+      (loaded) => {
+        const batch = recordRuns(commands, loaded.state);
+        decisions = batch.decisions;
+        if (batch.events.length === 0) {
+          after = loaded;
+          return undefined;
+        }
+        alongside ??= options.alongside?.(decisions);
+        stream = batch.emitted ? "emits" : "db";
+        after = { ...loaded, state: batch.state };
+        return stream === "emits"
+          ? { stream: streams.emitter(emitterId), events: batch.events, expectedRevision: loaded.emitterRevision ?? "no_stream" }
+          : { stream: streams.emitterDb(emitterId), events: batch.events, expectedRevision: loaded.dbRevision ?? "no_stream" };
+      },
+      options,
+    );
+    if (appended.revision !== undefined && after) {
+      after = stream === "emits" ? { ...after, emitterRevision: appended.revision } : { ...after, dbRevision: appended.revision };
+      if (stream === "db" && appended.revision > 0) {
+        // The db stream only ever needs its newest state.
+        await this.store.truncateBefore(streams.emitterDb(emitterId), appended.revision);
+      }
+    }
+    if (after) this.#cache.set(emitterId, after);
+    else this.#cache.delete(emitterId);
+    const position = Math.max(appended.position ?? 0, (await alongside) ?? 0);
+    return { decisions, position: appended.position === undefined && alongside === undefined ? undefined : position };
+  }
 
   /** The emitter's state: the newer (by log position) of its two streams' last RunRecorded. */
   async load(emitterId: string): Promise<LoadedEmitter> {

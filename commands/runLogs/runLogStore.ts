@@ -16,4 +16,16 @@ export class RunLogStore {
     );
     return appended.position;
   }
+
+  /** The logs of a batch of one source's runs, in one append. */
+  async appendMany(logged: readonly RunLogged[], options: HandleOptions = {}): Promise<number | undefined> {
+    if (logged.length === 0) return undefined;
+    const appended = await decideAndAppend(
+      this.store,
+      async () => undefined,
+      () => ({ stream: streams.runLogs(logged[0].data.sourceId), events: logged, expectedRevision: "any" }),
+      options,
+    );
+    return appended.position;
+  }
 }

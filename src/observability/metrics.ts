@@ -44,6 +44,7 @@ export class Metrics {
   readonly #runs: Counter<"trigger" | "outcome">;
   readonly #runSeconds: Histogram<"trigger">;
   readonly #deliveries: Counter<"outcome">;
+  readonly #runBatch: Histogram;
 
   constructor(gauges: NodeGauges, labels: { node: string; roles: readonly string[] }) {
     const registers = [this.registry];
@@ -83,6 +84,12 @@ export class Metrics {
       help: "Wall-clock time of recorded runs (cluster-wide), by trigger",
       labelNames: ["trigger"],
       buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#runBatch = new Histogram({
+      name: "headwater_run_batch_size",
+      help: "Invocations of one source run by this node with one sandbox entry and recorded with one append",
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128],
       registers,
     });
     this.#deliveries = new Counter({
@@ -172,6 +179,10 @@ export class Metrics {
   }
 
   /** Counts runs and deliveries from events this node has just projected. */
+  observeRunBatch(size: number): void {
+    this.#runBatch.observe(size);
+  }
+
   observeLog(events: readonly RecordedEvent[]): void {
     for (const event of events) {
       if (event.type === "RunLogged") {

@@ -6,7 +6,8 @@ import type { Projector } from "../projector/projector.js";
 import type { Source, SourcesReadModel } from "../readModels/sources.js";
 import { parseJson } from "../json/bounded.js";
 import type { ComponentCache } from "../components/componentCache.js";
-import type { SourceRunner } from "./sourceRunner.js";
+import type { RunResult, SourceRunner } from "./sourceRunner.js";
+import { RECENT_INVOCATIONS } from "../../commands/emitters/emitter.js";
 import { OwnerSlots } from "./ownerSlots.js";
 import { log } from "../observability/log.js";
 import type { Delivery } from "../../commands/emitters/emitter.js";
@@ -72,6 +73,10 @@ export interface RunnerConsumerDeps {
   /** Read-ahead of the invocation topic per partition (the keyed consumer's pending bounds). */
   readonly maxPendingPerPartition?: number;
   readonly maxPendingBytesPerPartition?: number;
+  /** Most invocations of one source run with one sandbox entry and recorded with one append (1: one at a time). */
+  readonly batchMax?: number;
+  /** Told the size of every batch run (metrics). */
+  readonly onBatch?: (size: number) => void;
 }
 
 /**
@@ -84,6 +89,60 @@ export interface RunnerConsumerDeps {
 export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer> {
   const failures = new Map<string, number>();
   const owners = new OwnerSlots(deps.runsPerOwner);
+
+  const batchMax = Math.max(1, Math.min(deps.batchMax ?? 1, RECENT_INVOCATIONS));
+
+  async function answer(record: BusRecord, reply: InvocationReply): Promise<void> {
+    const replyTo = record.headers[replyHeaders.replyTo];
+    const correlationId = record.headers[replyHeaders.correlationId];
+    const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
+    if (replyTo && correlationId && Date.now() <= deadline + 1000) {
+      const value = Buffer.from(JSON.stringify(reply));
+      if (replyTo === deps.replies.topic && deps.replies.deliverLocally(correlationId, { value, headers: {} })) return;
+      await deps.bus.publish(replyTo, [{ key: correlationId, value, headers: { [replyHeaders.correlationId]: correlationId } }]);
+    }
+  }
+
+  /**
+   * Runs invocations of one active source with one sandbox entry and one append, then answers
+   * them (custom responses go back once the batch is durable). Returns false when the batch could
+   * not be run as one: the caller then runs them one at a time, with their own retries and parking.
+   */
+  async function handleBatch(work: readonly { record: BusRecord; message: InvocationMessage }[]): Promise<boolean> {
+    const sourceId = work[0].message.sourceId;
+    if (work.some(({ message }) => message.sourceId !== sourceId)) return false;
+    const source = deps.sources.source(sourceId);
+    if (!source || !source.active) return false;
+    const component = deps.components.get(source.componentId);
+    if (!component) return false;
+    const runnable = runnableOf(deps, source);
+    let results;
+    try {
+      results = await deps.runner.runBatch(
+        work.map(({ record, message }) => ({
+          source: runnable,
+          component,
+          invocationId: message.invocationId,
+          trigger: message.trigger,
+          event: message.event,
+          ...(message.chain ? { chain: message.chain } : {}),
+          delivery: deliveryOf(record),
+        })),
+      );
+    } catch (error) {
+      log.warn(
+        { err: error, sourceId: source.id, runs: work.length },
+        "runner: a batch could not be run as one; running its invocations one at a time",
+      );
+      return false;
+    }
+    deps.onBatch?.(work.length);
+    for (const [i, { record, message }] of work.entries()) {
+      failures.delete(message.invocationId);
+      await answer(record, replyOf(results[i]));
+    }
+    return true;
+  }
 
   async function handle(record: BusRecord, message: InvocationMessage): Promise<void> {
     let reply: InvocationReply;
@@ -103,14 +162,7 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
       );
       failures.delete(message.invocationId);
     }
-    const replyTo = record.headers[replyHeaders.replyTo];
-    const correlationId = record.headers[replyHeaders.correlationId];
-    const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
-    if (replyTo && correlationId && Date.now() <= deadline + 1000) {
-      const value = Buffer.from(JSON.stringify(reply));
-      if (replyTo === deps.replies.topic && deps.replies.deliverLocally(correlationId, { value, headers: {} })) return;
-      await deps.bus.publish(replyTo, [{ key: correlationId, value, headers: { [replyHeaders.correlationId]: correlationId } }]);
-    }
+    await answer(record, reply);
   }
 
   return deps.bus.consume({
@@ -125,7 +177,17 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
         const owner = deps.sources.source(records[0].key)?.creatorId ?? "";
         await owners.acquire(owner);
         try {
-          for (const { record, message } of work) if (message) await handle(record, message);
+          const readable = work.filter((w): w is { record: BusRecord; message: InvocationMessage } => w.message !== undefined);
+          for (let i = 0; i < readable.length; i += batchMax) {
+            const chunk = readable.slice(i, i + batchMax);
+            // A batch that failed before (being retried by the bus) goes one at a time: a poisoned invocation is parked alone.
+            const retried = chunk.some(({ message }) => failures.has(message.invocationId));
+            if (batchMax > 1 && chunk.length > 1 && !retried && (await handleBatch(chunk))) continue;
+            for (const { record, message } of chunk) {
+              await handle(record, message);
+              deps.onBatch?.(1);
+            }
+          }
         } finally {
           owners.release(owner);
         }
@@ -221,6 +283,10 @@ async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessag
     ...(message.chain ? { chain: message.chain } : {}),
     delivery,
   });
+  return replyOf(result);
+}
+
+function replyOf(result: RunResult): InvocationReply {
   if (result.duplicate) return { status: "duplicate" };
   const { outcome } = result;
   return {

@@ -3,9 +3,9 @@ import type { ComponentRuntime } from "../runtime/componentRuntime.js";
 import type { LoadedComponent } from "../components/componentCache.js";
 import type { EmitterStore, LoadedEmitter } from "../../commands/emitters/emitterStore.js";
 import type { RunLogStore } from "../../commands/runLogs/runLogStore.js";
-import { runLogged, skippedRunLogged, type RunTrigger } from "../../commands/runLogs/runLog.js";
+import { runLogged, skippedRunLogged, type RunLogged, type RunTrigger } from "../../commands/runLogs/runLog.js";
 import type { Emit } from "../../commands/emitters/dedupe.js";
-import { alreadyRecorded, type Delivery, type EventEmitted } from "../../commands/emitters/emitter.js";
+import { alreadyRecorded, type Delivery, type EventEmitted, type RecordRun } from "../../commands/emitters/emitter.js";
 import { MissingAccountError, openPropsWithAccounts } from "../sources/configuredProps.js";
 import type { Sealed, Sealer } from "../secrets/sealer.js";
 import type { Clock } from "../ids.js";
@@ -73,6 +73,106 @@ export class SourceRunner {
     return this.record(request, execution, loaded);
   }
 
+  /**
+   * Runs a batch of one source's invocations (same component, in order) with one sandbox entry
+   * and records them with one append of their events and state (and one of their logs). The
+   * emitter state comes from memory when it is still current. Each run keeps its own outcome: a
+   * failing or timed-out run becomes its own $errors event and the others are kept. Throws only
+   * when the batch could not be run or recorded at all (nothing of it was recorded then).
+   */
+  async runBatch(requests: readonly RunRequest[]): Promise<RunResult[]> {
+    const loaded = await this.emitters.loadCached(requests[0].source.id);
+    const seen = new Set(loaded.state.recentInvocations);
+    const fresh: number[] = [];
+    requests.forEach((request, i) => {
+      if (seen.has(request.invocationId) || alreadyRecorded(loaded.state, request.invocationId, request.delivery)) return;
+      seen.add(request.invocationId);
+      fresh.push(i);
+    });
+    const results: RunResult[] = requests.map(() => ({
+      outcome: emptyOutcome(),
+      duplicate: true,
+      emitted: [],
+      response: undefined,
+      position: undefined,
+    }));
+    if (fresh.length === 0) return results;
+    const toRun = fresh.map((i) => requests[i]);
+    const executions = await this.executeBatch(toRun, loaded.state.db);
+    const commands: RecordRun[] = toRun.map((request, i) => this.recordCommand(request, executions[i]));
+    const recorded = await this.emitters.recordBatch(commands, {
+      loaded,
+      alongside: (decisions) => {
+        const endedMs = this.clock.now();
+        const logs = decisions.flatMap((decision, i) =>
+          decision.kind === "duplicate" ? [] : [this.logOf(toRun[i], executions[i], endedMs, decision.warnings)],
+        );
+        return this.runLogs.appendMany(logs);
+      },
+    });
+    recorded.decisions.forEach((decision, i) => {
+      if (decision.kind === "duplicate") return;
+      results[fresh[i]] = {
+        outcome: executions[i].outcome,
+        duplicate: false,
+        emitted: decision.kind === "emits" ? decision.emitted : [],
+        response: executions[i].outcome.response,
+        position: recorded.position,
+      };
+    });
+    return results;
+  }
+
+  /** Runs a batch's code in the sandbox at once, each run on the db the previous one left; records nothing. */
+  private async executeBatch(requests: readonly RunRequest[], db: Record<string, unknown>): Promise<Execution[]> {
+    const { source, component } = requests[0];
+    const http = component.meta.component.props.find((p) => p.type === "$.interface.http");
+    const startedMs = this.clock.now();
+    let props: Record<string, unknown>;
+    try {
+      props = await openPropsWithAccounts(source.storedProps, this.sealer, this.accountAuth);
+    } catch (error) {
+      if (!(error instanceof MissingAccountError)) throw error;
+      // Its account was deleted after it was bound: every run fails as a configuration error would.
+      return requests.map(() => ({
+        outcome: {
+          ok: false,
+          error: { name: error.name, message: error.message, code: "CONFIGURATION_ERROR" },
+          emits: [],
+          logs: [],
+          db,
+          dbChanged: false,
+          cpuMs: 0,
+          wallMs: 0,
+          warm: false,
+        },
+        startedMs,
+      }));
+    }
+    const outcomes = await this.runtime.invokeBatch(
+      requests.map((request, i) => ({
+        invocationId: request.invocationId,
+        ownerId: source.creatorId,
+        sourceId: source.id,
+        codeHash: component.codeHash,
+        bundleHash: component.meta.bundleHash,
+        bundle: component.meta.bundle,
+        method: methodOf(request.trigger),
+        props,
+        event: request.event,
+        ...(i === 0 ? { db } : {}),
+        ...(http ? { http: { endpoint: source.endpointUrl, customResponse: http.customResponse === true } } : {}),
+      })),
+    );
+    // Each run started when the one before it ended (the batch ran them back to back).
+    let at = startedMs;
+    return outcomes.map((outcome) => {
+      const execution = { outcome, startedMs: Math.round(at) };
+      at += outcome.wallMs;
+      return execution;
+    });
+  }
+
   /** Runs the code without recording anything (hooks are recorded only once the command was accepted). */
   async execute(request: RunRequest, db: Record<string, unknown>): Promise<Execution> {
     const { source, component, invocationId, trigger } = request;
@@ -113,8 +213,8 @@ export class SourceRunner {
     return { outcome, startedMs };
   }
 
-  /** Appends what an execution did: its events and state together, and beside them its log. */
-  async record(request: RunRequest, { outcome, startedMs }: Execution, loaded?: LoadedEmitter): Promise<RunResult> {
+  /** What an execution did, as the emitter's RecordRun command: its emits, and its error on $errors. */
+  private recordCommand(request: RunRequest, { outcome, startedMs }: Execution): RecordRun {
     const { source, component, invocationId, trigger } = request;
     const emits: Emit[] = outcome.emits.map((e) => ({ event: e.event, meta: e.meta }));
     // Errors thrown by a source are emitted on its $errors channel, with what triggered the run.
@@ -137,45 +237,47 @@ export class SourceRunner {
               meta: { name: "$errors", summary: `${outcome.error.name}: ${outcome.error.message}`.slice(0, 200) },
             },
           ];
-    const recorded = await this.emitters.record(
-      {
-        emitterId: source.id,
-        invocationId,
-        strategy: component.meta.component.dedupe,
-        emits,
-        unconditional: errors,
-        db: outcome.db,
-        dbChanged: outcome.dbChanged,
-        startedMs,
-        nowMs: this.clock.now(),
-        ...(request.chain ? { chain: request.chain } : {}),
-        ...(request.delivery ? { delivery: request.delivery } : {}),
-      },
-      {
-        ...(loaded ? { loaded } : {}),
-        alongside: (decision) => {
-          const endedMs = this.clock.now();
-          const error = outcome.error
-            ? { name: outcome.error.name, message: outcome.error.message, ...(outcome.error.stack ? { stack: outcome.error.stack } : {}) }
-            : null;
-          return this.runLogs.append(
-            runLogged({
-              sourceId: source.id,
-              invocationId,
-              trigger,
-              userId: source.creatorId,
-              startedMs,
-              endedMs,
-              wallMs: outcome.wallMs,
-              ok: outcome.ok,
-              error,
-              lines: outcome.logs,
-              warnings: decision.warnings,
-            }),
-          );
-        },
-      },
-    );
+    return {
+      emitterId: source.id,
+      invocationId,
+      strategy: component.meta.component.dedupe,
+      emits,
+      unconditional: errors,
+      db: outcome.db,
+      dbChanged: outcome.dbChanged,
+      startedMs,
+      nowMs: this.clock.now(),
+      ...(request.chain ? { chain: request.chain } : {}),
+      ...(request.delivery ? { delivery: request.delivery } : {}),
+    };
+  }
+
+  private logOf(request: RunRequest, { outcome, startedMs }: Execution, endedMs: number, warnings: readonly string[]): RunLogged {
+    const error = outcome.error
+      ? { name: outcome.error.name, message: outcome.error.message, ...(outcome.error.stack ? { stack: outcome.error.stack } : {}) }
+      : null;
+    return runLogged({
+      sourceId: request.source.id,
+      invocationId: request.invocationId,
+      trigger: request.trigger,
+      userId: request.source.creatorId,
+      startedMs,
+      endedMs: Math.max(endedMs, Math.round(startedMs + outcome.wallMs)),
+      wallMs: outcome.wallMs,
+      ok: outcome.ok,
+      error,
+      lines: outcome.logs,
+      warnings,
+    });
+  }
+
+  /** Appends what an execution did: its events and state together, and beside them its log. */
+  async record(request: RunRequest, execution: Execution, loaded?: LoadedEmitter): Promise<RunResult> {
+    const { outcome } = execution;
+    const recorded = await this.emitters.record(this.recordCommand(request, execution), {
+      ...(loaded ? { loaded } : {}),
+      alongside: (decision) => this.runLogs.append(this.logOf(request, execution, this.clock.now(), decision.warnings)),
+    });
     if (recorded.decision.kind === "duplicate") {
       return { outcome, duplicate: true, emitted: [], response: undefined, position: undefined };
     }

@@ -10,6 +10,11 @@ export interface ComponentRuntime {
   /** Bundles and checks code; rejects with ComponentValidationError listing every problem. */
   prepare(input: ComponentSource): Promise<PreparedComponent>;
   invoke(invocation: Invocation, callbacks?: InvocationCallbacks): Promise<InvocationOutcome>;
+  /**
+   * Runs invocations of one source in order, entering the sandbox once; each run's db is the one
+   * the previous run left, and each has its own outcome, timeout and limits.
+   */
+  invokeBatch(invocations: readonly Invocation[]): Promise<InvocationOutcome[]>;
   close(): Promise<void>;
 }
 
@@ -41,6 +46,10 @@ export class IsolatedRuntime implements ComponentRuntime {
 
   invoke(invocation: Invocation, callbacks?: InvocationCallbacks): Promise<InvocationOutcome> {
     return this.#runtime.invoke(invocation, callbacks);
+  }
+
+  invokeBatch(invocations: readonly Invocation[]): Promise<InvocationOutcome[]> {
+    return this.#runtime.invokeBatch(invocations);
   }
 
   close(): Promise<void> {

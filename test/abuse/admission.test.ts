@@ -97,6 +97,8 @@ describe("abuse: admission, back-pressure and parking (real server)", function (
     const other = new TestServer({
       dataDir: server.dataDir,
       bootstrapKey: server.bootstrapKey,
+      // Scaled mode: the same log and bus (a new cluster would be an empty log under the old read models).
+      ...(server.cluster ? { cluster: server.cluster } : {}),
       env: { HEADWATER_SECRET_KEY: "ab".repeat(32) },
     });
     await other.start();

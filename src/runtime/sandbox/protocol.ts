@@ -33,6 +33,35 @@ export interface InvokeRequest {
   memoryMb: number;
 }
 
+/** Runs of one source in order, answered with one batch-result: one IPC round trip for the batch. */
+export interface InvokeBatchRequest {
+  type: "invoke-batch";
+  id: number;
+  ownerId: string;
+  sourceId: string;
+  bundleKey: string;
+  bundle?: string;
+  method: InvocationMethod;
+  /** Each run's own id (its logs and outcome are answered under it) and payload. */
+  items: { id: number; payload: string }[];
+  /** The db before the first item; each item's db is the one the previous item left. */
+  db: string;
+  /** Per item. */
+  timeoutMs: number;
+  memoryMb: number;
+}
+
+/** One item of a batch-result. */
+export interface BatchItemResult {
+  id: number;
+  outcome: WorkerOutcome;
+  logs: LogLine[];
+  response?: WorkerResponse;
+}
+
+/** Largest batch a runner child accepts in one message. */
+export const MAX_BATCH_ITEMS = 1000;
+
 export interface DescribeRequest {
   type: "describe";
   id: number;
@@ -41,7 +70,8 @@ export interface DescribeRequest {
   memoryMb: number;
 }
 
-export type HostToWorker = WorkerInit | InvokeRequest | DescribeRequest | { type: "ping"; seq: number } | { type: "shutdown" };
+export type HostToWorker =
+  WorkerInit | InvokeRequest | InvokeBatchRequest | DescribeRequest | { type: "ping"; seq: number } | { type: "shutdown" };
 
 /** One accepted emit: the event as JSON text, meta as primitive fields. */
 export interface WorkerEmit {
@@ -83,6 +113,7 @@ export type WorkerToHost =
   | { type: "respond"; id: number; response: WorkerResponse }
   | { type: "need-bundle"; id: number }
   | { type: "result"; id: number; outcome: WorkerOutcome }
+  | { type: "batch-result"; id: number; items: BatchItemResult[] }
   | { type: "described"; id: number; result: WorkerDescribeResult };
 
 /** `describe` is the component's description as JSON text. */
@@ -225,6 +256,32 @@ export function readHostMessage(raw: unknown): HostToWorker {
       if (raw["bundle"] !== undefined) msg.bundle = str(raw, "bundle", id);
       return msg;
     }
+    case "invoke-batch": {
+      if (id === undefined) throw new ProtocolError("a batch needs an id", undefined);
+      if (!METHODS.has(raw["method"] as string)) throw new ProtocolError("unknown method", id);
+      if (!isPositiveInt(raw["timeoutMs"]) || !isPositiveInt(raw["memoryMb"]))
+        throw new ProtocolError("timeoutMs and memoryMb must be positive integers", id);
+      const items = raw["items"];
+      if (!Array.isArray(items) || items.length === 0 || items.length > MAX_BATCH_ITEMS)
+        throw new ProtocolError(`items must be 1 to ${MAX_BATCH_ITEMS} runs`, id);
+      const msg: InvokeBatchRequest = {
+        type: "invoke-batch",
+        id,
+        ownerId: str(raw, "ownerId", id, 1024),
+        sourceId: str(raw, "sourceId", id, 1024),
+        bundleKey: str(raw, "bundleKey", id, 1024),
+        method: raw["method"] as InvocationMethod,
+        items: items.map((item: unknown) => {
+          if (!isRec(item) || !isId(item["id"])) throw new ProtocolError("a batch item must be { id, payload }", id);
+          return { id: item["id"], payload: str(item, "payload", id) };
+        }),
+        db: str(raw, "db", id),
+        timeoutMs: raw["timeoutMs"],
+        memoryMb: raw["memoryMb"],
+      };
+      if (raw["bundle"] !== undefined) msg.bundle = str(raw, "bundle", id);
+      return msg;
+    }
     case "describe":
       if (id === undefined) throw new ProtocolError("a describe request needs an id", undefined);
       if (!isPositiveInt(raw["timeoutMs"]) || !isPositiveInt(raw["memoryMb"]))
@@ -257,24 +314,28 @@ export function readWorkerMessage(raw: unknown, limits: SandboxLimits): WorkerTo
       return { type: "logs", id, lines: readLogLines(raw["lines"], id, maxLine) };
     case "need-bundle":
       return { type: "need-bundle", id };
-    case "respond": {
-      const r = raw["response"];
-      if (
-        !isRec(r) ||
-        !Number.isSafeInteger(r["status"]) ||
-        typeof r["base64"] !== "boolean" ||
-        (r["body"] !== null && typeof r["body"] !== "string")
-      ) {
-        throw new ProtocolError("a response must be { status, headers, body, base64 }", id);
-      }
-      return {
-        type: "respond",
-        id,
-        response: { status: r["status"] as number, headers: str(r, "headers", id), body: r["body"], base64: r["base64"] },
-      };
-    }
+    case "respond":
+      return { type: "respond", id, response: readResponse(raw["response"], id) };
     case "result":
       return { type: "result", id, outcome: readOutcome(raw["outcome"], id, limits) };
+    case "batch-result": {
+      const items = raw["items"];
+      if (!Array.isArray(items) || items.length > MAX_BATCH_ITEMS) throw new ProtocolError("items must be an array of batch results", id);
+      return {
+        type: "batch-result",
+        id,
+        items: items.map((item: unknown) => {
+          if (!isRec(item) || !isId(item["id"])) throw new ProtocolError("a batch result item must be { id, outcome, logs }", id);
+          const out: BatchItemResult = {
+            id: item["id"],
+            outcome: readOutcome(item["outcome"], id, limits),
+            logs: readLogLines(item["logs"], id, maxLine),
+          };
+          if (item["response"] !== undefined) out.response = readResponse(item["response"], id);
+          return out;
+        }),
+      };
+    }
     case "described": {
       const r = raw["result"];
       if (!isRec(r) || typeof r["ok"] !== "boolean") throw new ProtocolError("a describe result must be { ok, ... }", id);
@@ -285,6 +346,18 @@ export function readWorkerMessage(raw: unknown, limits: SandboxLimits): WorkerTo
     default:
       throw new ProtocolError(`unknown message type ${JSON.stringify(String(raw["type"]).slice(0, 40))}`, id);
   }
+}
+
+function readResponse(r: unknown, id: number): WorkerResponse {
+  if (
+    !isRec(r) ||
+    !Number.isSafeInteger(r["status"]) ||
+    typeof r["base64"] !== "boolean" ||
+    (r["body"] !== null && typeof r["body"] !== "string")
+  ) {
+    throw new ProtocolError("a response must be { status, headers, body, base64 }", id);
+  }
+  return { status: r["status"] as number, headers: str(r, "headers", id), body: r["body"], base64: r["base64"] };
 }
 
 function readOutcome(v: unknown, id: number, limits: SandboxLimits): WorkerOutcome {

@@ -22,10 +22,13 @@ import { MAX_DESCRIBE_CHARS } from "./isolateResults.js";
 import { preludeSource } from "./preludeBundle.js";
 import {
   isRec,
+  MAX_BATCH_ITEMS,
   ProtocolError,
   readWorkerMessage,
   type DescribeResult,
+  type BatchItemResult,
   type HostToWorker,
+  type InvokeBatchRequest,
   type InvokeRequest,
   type WorkerOutcome,
   type WorkerResponse,
@@ -61,7 +64,19 @@ interface PendingDescribe {
   started: number;
 }
 
-type Pending = PendingInvoke | PendingDescribe;
+/** A batch of one source's runs sent as one message; each item settles like a single invocation. */
+interface PendingBatch {
+  kind: "batch";
+  msg: InvokeBatchRequest;
+  inv: Invocation;
+  items: PendingInvoke[];
+  hardTimer: NodeJS.Timeout | undefined;
+  overran: boolean;
+  /** The child never answered the batch (it crashed, was killed or sent garbage). */
+  failedWhole: boolean;
+}
+
+type Pending = PendingInvoke | PendingDescribe | PendingBatch;
 
 const WORKER_PATH = fileURLToPath(new URL("./worker.js", import.meta.url));
 const VALID_METHODS = new Set(["run", "deploy", "activate", "deactivate", "additionalProps"]);
@@ -246,6 +261,17 @@ export class Runtime {
             }
           : reason;
         this.finishInvoke(runner, pending, null, error);
+      } else if (pending.kind === "batch") {
+        clearTimeout(pending.hardTimer);
+        pending.failedWhole = true;
+        const error: InvocationError = pending.overran
+          ? {
+              name: "TimeoutError",
+              code: "TIMEOUT",
+              message: `the batch of ${pending.items.length} runs did not stop within its ${pending.items.length} run timeouts; its runner process was killed and replaced`,
+            }
+          : reason;
+        for (const item of pending.items) this.finishInvoke(runner, item, null, error);
       } else {
         pending.resolve({ ok: false, error: reason, logs: [] });
       }
@@ -315,14 +341,25 @@ export class Runtime {
         return;
       }
       case "need-bundle":
-        if (pending.kind !== "invoke") return;
+        if (pending.kind === "describe") return;
         runner.knownBundles.add(pending.msg.bundleKey);
-        this.send(runner, { ...pending.msg, bundle: pending.inv.bundle });
+        if (pending.kind === "batch") this.send(runner, { ...pending.msg, bundle: pending.inv.bundle });
+        else this.send(runner, { ...pending.msg, bundle: pending.inv.bundle });
         return;
       case "result":
-        if (pending.kind !== "invoke") return;
+        if (pending.kind === "describe") return;
         runner.pending.delete(msg.id);
-        this.finishInvoke(runner, pending, msg.outcome, undefined);
+        if (pending.kind === "batch") {
+          // The child could not run the batch at all (it found the message malformed).
+          clearTimeout(pending.hardTimer);
+          for (const item of pending.items) this.finishInvoke(runner, item, msg.outcome, undefined);
+        } else this.finishInvoke(runner, pending, msg.outcome, undefined);
+        this.drain(runner);
+        return;
+      case "batch-result":
+        if (pending.kind !== "batch") return;
+        runner.pending.delete(msg.id);
+        this.finishBatch(runner, pending, msg.items);
         this.drain(runner);
         return;
       case "described": {
@@ -351,7 +388,11 @@ export class Runtime {
     if (pending) {
       runner.pending.delete(id!);
       if (pending.kind === "invoke") this.finishInvoke(runner, pending, null, protocolFailure(reason));
-      else pending.resolve({ ok: false, error: protocolFailure(reason), logs: [] });
+      else if (pending.kind === "batch") {
+        clearTimeout(pending.hardTimer);
+        pending.failedWhole = true;
+        for (const item of pending.items) this.finishInvoke(runner, item, null, protocolFailure(reason));
+      } else pending.resolve({ ok: false, error: protocolFailure(reason), logs: [] });
       this.drain(runner);
     }
     this.countBadMessage(runner);
@@ -517,6 +558,47 @@ export class Runtime {
     pending.resolve(result);
   }
 
+  /**
+   * Settles a batch's items from the child's one answer, in order: each item's db is the one the
+   * previous accepted item left (as in the child); once an item's data is refused, the child's db
+   * chain can no longer be trusted and the items after it fail too.
+   */
+  private finishBatch(runner: RunnerProcess, batch: PendingBatch, results: BatchItemResult[]): void {
+    clearTimeout(batch.hardTimer);
+    const byId = new Map(results.map((r) => [r.id, r]));
+    let db = batch.inv.db ?? {};
+    let broken: InvocationError | undefined;
+    for (const item of batch.items) {
+      item.inv = { ...item.inv, db };
+      const result = byId.get(item.msg.id);
+      if (broken || !result) {
+        this.finishInvoke(runner, item, null, broken ?? protocolFailure("the batch answer lacks this run"));
+        continue;
+      }
+      for (const line of result.logs) this.addLog(item, line);
+      try {
+        if (result.response) {
+          item.response = this.readResponse(result.response, item.msg.id);
+          const response = item.response;
+          safeCall(() => item.callbacks.onRespond?.(response));
+        }
+      } catch (err) {
+        broken = protocolFailure(String((err as Error)?.message ?? err));
+        this.finishInvoke(runner, item, null, broken);
+        continue;
+      }
+      let settled: InvocationOutcome | undefined;
+      const resolve = item.resolve;
+      item.resolve = (o) => {
+        settled = o;
+        resolve(o);
+      };
+      this.finishInvoke(runner, item, result.outcome, undefined);
+      if (settled?.error?.code === "SANDBOX_PROTOCOL") broken = settled.error;
+      else if (settled) db = settled.db;
+    }
+  }
+
   private runnerFor(inv: Invocation): RunnerProcess {
     return this.runners[fnv1a(`${inv.ownerId}\u0000${inv.sourceId}`) % this.runners.length];
   }
@@ -556,15 +638,12 @@ export class Runtime {
     return next;
   }
 
-  private async invokeNow(inv: Invocation, callbacks: InvocationCallbacks): Promise<InvocationOutcome> {
-    const timeoutMs = inv.limits?.timeoutMs ?? this.limits.timeoutMs;
-    const memoryMb = Math.max(8, inv.limits?.memoryMb ?? this.limits.memoryMb);
+  /** The invocation as JSON text for the child (bounded like everything that crosses to it). */
+  private payloadOf(inv: Invocation): { payload: string; db: string } {
     const { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes } = this.limits;
-    let payload: string;
-    let db: string;
     try {
-      // Bounded like everything else that crosses to the child; the envelope adds a few levels to the user's data.
-      payload = stringifyJson(
+      // The envelope adds a few levels to the user's data.
+      const payload = stringifyJson(
         {
           method: inv.method,
           props: inv.props ?? {},
@@ -575,21 +654,168 @@ export class Runtime {
         },
         { maxDepth: MAX_ENVELOPE_DEPTH },
       );
-      db = stringifyJson(inv.db ?? {}, { maxDepth: MAX_ENVELOPE_DEPTH });
+      return { payload, db: stringifyJson(inv.db ?? {}, { maxDepth: MAX_ENVELOPE_DEPTH }) };
     } catch (err) {
       const why =
         err instanceof JsonLimitError && err.reason === "too_deep" ? err.message : `not JSON-serializable: ${(err as Error).message}`;
       throw new InvalidInvocationError(`invocation props, event or db are ${why}`);
     }
-    const runner = this.runnerFor(inv);
+  }
+
+  /**
+   * Runs several invocations of one source (same owner, bundle and method) in order, entering the
+   * runner child once: one message there, one answer back. Each run keeps its own timeout and
+   * limits and its own outcome; each run's db is the one the previous run left (`db` of the first
+   * is the batch's). If the child dies or stops answering mid-batch, the runs are tried again one
+   * by one, so only the run that brought it down fails (the others may have run twice in the sandbox;
+   * nothing is recorded before the batch's outcomes are). Never rejects for component failures.
+   */
+  invokeBatch(invs: readonly Invocation[], callbacks: readonly InvocationCallbacks[] = []): Promise<InvocationOutcome[]> {
+    if (invs.length === 0) return Promise.resolve([]);
+    try {
+      for (const inv of invs) validateInvocation(inv);
+      const first = invs[0];
+      const bundleKey = first.bundleHash ?? first.codeHash;
+      if (
+        invs.length > MAX_BATCH_ITEMS ||
+        invs.some(
+          (inv) =>
+            inv.ownerId !== first.ownerId ||
+            inv.sourceId !== first.sourceId ||
+            (inv.bundleHash ?? inv.codeHash) !== bundleKey ||
+            inv.method !== first.method ||
+            inv.limits?.timeoutMs !== first.limits?.timeoutMs ||
+            inv.limits?.memoryMb !== first.limits?.memoryMb,
+        )
+      )
+        throw new InvalidInvocationError(`a batch is at most ${MAX_BATCH_ITEMS} runs of one source, bundle, method and limits`);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const key = `${invs[0].ownerId}\u0000${invs[0].sourceId}`;
+    const previous = this.sourceQueues.get(key) ?? Promise.resolve();
+    const run = () =>
+      invs.length === 1 ? this.invokeNow(invs[0], callbacks[0] ?? {}).then((o) => [o]) : this.invokeBatchNow(invs, callbacks);
+    const next = previous.then(run, run);
+    this.sourceQueues.set(key, next);
+    const cleanup = () => {
+      if (this.sourceQueues.get(key) === next) this.sourceQueues.delete(key);
+    };
+    next.then(cleanup, cleanup);
+    return next;
+  }
+
+  private async invokeBatchNow(invs: readonly Invocation[], callbacks: readonly InvocationCallbacks[]): Promise<InvocationOutcome[]> {
+    const first = invs[0];
+    const timeoutMs = first.limits?.timeoutMs ?? this.limits.timeoutMs;
+    const memoryMb = Math.max(8, first.limits?.memoryMb ?? this.limits.memoryMb);
+    const { db } = this.payloadOf({ ...first, event: undefined });
+    const payloads = invs.map((inv) => this.payloadOf({ ...inv, db: {} }).payload);
+    const runner = this.runnerFor(first);
     await this.acquire(runner);
-    const id = this.nextId++;
-    const bundleKey = inv.bundleHash ?? inv.codeHash;
+    const bundleKey = first.bundleHash ?? first.codeHash;
+    const known = this.noteBundle(runner, bundleKey);
+    const batchId = this.nextId++;
+    const items = invs.map((inv, i) => ({ id: this.nextId++, payload: payloads[i] }));
+    const msg: InvokeBatchRequest = {
+      type: "invoke-batch",
+      id: batchId,
+      ownerId: first.ownerId,
+      sourceId: first.sourceId,
+      bundleKey,
+      method: first.method,
+      items,
+      db,
+      timeoutMs,
+      memoryMb,
+    };
+    const started = Date.now();
+    const outcomes: Promise<InvocationOutcome>[] = [];
+    const pendingItems = invs.map((inv, i): PendingInvoke => {
+      const item: PendingInvoke = {
+        kind: "invoke",
+        msg: {
+          type: "invoke",
+          id: items[i].id,
+          ownerId: inv.ownerId,
+          sourceId: inv.sourceId,
+          bundleKey,
+          method: inv.method,
+          payload: "",
+          db,
+          timeoutMs,
+          memoryMb,
+        },
+        inv,
+        callbacks: callbacks[i] ?? {},
+        logs: [],
+        logBytes: 0,
+        hostDroppedLogs: 0,
+        response: undefined,
+        resolve: () => {},
+        hardTimer: undefined,
+        overran: false,
+        started,
+      };
+      outcomes.push(new Promise<InvocationOutcome>((resolve) => (item.resolve = resolve)));
+      return item;
+    });
+    const batch: PendingBatch = {
+      kind: "batch",
+      msg,
+      inv: first,
+      items: pendingItems,
+      hardTimer: undefined,
+      overran: false,
+      failedWhole: false,
+    };
+    // The child enforces each run's timeout; this backstop allows every run its full time.
+    batch.hardTimer = setTimeout(
+      () => {
+        batch.overran = true;
+        this.kill(runner, {
+          name: "RunnerRestartedError",
+          code: "RUNNER_CRASHED",
+          message: "the runner process was restarted because another invocation would not stop; this invocation was aborted",
+        });
+      },
+      timeoutMs * invs.length + this.opts.hardKillGraceMs,
+    );
+    batch.hardTimer.unref();
+    runner.pending.set(batchId, batch);
+    this.send(runner, known ? msg : { ...msg, bundle: first.bundle });
+    const settled = await Promise.all(outcomes);
+    if (!batch.failedWhole) return settled;
+    // One by one, so the run that brought the child down fails alone.
+    const again: InvocationOutcome[] = [];
+    let current = first.db ?? {};
+    for (let i = 0; i < invs.length; i++) {
+      const outcome = await this.invokeNow({ ...invs[i], db: current }, callbacks[i] ?? {});
+      again.push(outcome);
+      current = outcome.db;
+    }
+    return again;
+  }
+
+  /** Whether the child holds the bundle already (remembered as sent from now on). */
+  private noteBundle(runner: RunnerProcess, bundleKey: string): boolean {
     const known = runner.knownBundles.has(bundleKey);
     if (!known) {
       runner.knownBundles.add(bundleKey);
       if (runner.knownBundles.size > 256) runner.knownBundles.delete(runner.knownBundles.values().next().value as string);
     }
+    return known;
+  }
+
+  private async invokeNow(inv: Invocation, callbacks: InvocationCallbacks): Promise<InvocationOutcome> {
+    const timeoutMs = inv.limits?.timeoutMs ?? this.limits.timeoutMs;
+    const memoryMb = Math.max(8, inv.limits?.memoryMb ?? this.limits.memoryMb);
+    const { payload, db } = this.payloadOf(inv);
+    const runner = this.runnerFor(inv);
+    await this.acquire(runner);
+    const id = this.nextId++;
+    const bundleKey = inv.bundleHash ?? inv.codeHash;
+    const known = this.noteBundle(runner, bundleKey);
     const msg: InvokeRequest = {
       type: "invoke",
       id,

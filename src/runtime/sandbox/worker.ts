@@ -7,7 +7,9 @@ import { IsolateSlot, InvocationRecord, type SlotEnv } from "./isolateSlot.js";
 import {
   ProtocolError,
   readHostMessage,
+  type BatchItemResult,
   type DescribeRequest,
+  type InvokeBatchRequest,
   type InvokeRequest,
   type WorkerOutcome,
   type WorkerResponse,
@@ -118,7 +120,57 @@ function classify(
   };
 }
 
+/** Where one run's log lines and custom response go: straight to the host, or kept for a batch's one answer. */
+interface RunSink {
+  log(line: LogLine): void;
+  respond(response: HttpResponse): void;
+}
+
+/** What one run needs (an invoke message, or one item of a batch with the db the previous item left). */
+type RunInput = Pick<
+  InvokeRequest,
+  "id" | "ownerId" | "sourceId" | "bundleKey" | "bundle" | "method" | "payload" | "db" | "timeoutMs" | "memoryMb"
+>;
+
 async function runInvocation(msg: InvokeRequest): Promise<void> {
+  const sink: RunSink = {
+    log: (line) => queueLog(msg.id, line),
+    respond: (response) => {
+      // Log lines written before the response go first, as the isolate wrote them.
+      flushLogsOf(msg.id);
+      send({ type: "respond", id: msg.id, response: wireResponse(response) });
+    },
+  };
+  const outcome = await execute(msg, sink);
+  flushLogsOf(msg.id);
+  if (outcome === "need-bundle") send({ type: "need-bundle", id: msg.id });
+  else send({ type: "result", id: msg.id, outcome });
+}
+
+/**
+ * Runs a batch of one source's invocations in order in its warm isolate and answers once: each
+ * item's outcome, log lines and response. Each item has its own timeout and limits; the db an item
+ * leaves is the next item's db. A failing or timed-out item does not stop the ones after it.
+ */
+async function runBatch(msg: InvokeBatchRequest): Promise<void> {
+  const answers: BatchItemResult[] = [];
+  let db = msg.db;
+  for (const item of msg.items) {
+    const logs: LogLine[] = [];
+    let response: WorkerResponse | undefined;
+    const sink: RunSink = { log: (line) => logs.push(line), respond: (r) => (response = wireResponse(r)) };
+    const outcome = await execute({ ...msg, id: item.id, payload: item.payload, db }, sink);
+    if (outcome === "need-bundle") {
+      send({ type: "need-bundle", id: msg.id });
+      return;
+    }
+    if (outcome.dbChanged && outcome.db !== undefined) db = outcome.db;
+    answers.push({ id: item.id, outcome, logs, ...(response ? { response } : {}) });
+  }
+  send({ type: "batch-result", id: msg.id, items: answers });
+}
+
+async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "need-bundle"> {
   if (!env) throw new Error("runner not initialised");
   const started = process.hrtime.bigint();
   const slotKey = `${msg.ownerId}\u0000${msg.sourceId}`;
@@ -127,12 +179,8 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
     Date.now() + msg.timeoutMs,
     msg.db,
     env.limits.maxDbBytes,
-    (line) => queueLog(msg.id, line),
-    (response) => {
-      // Log lines written before the response go first, as the isolate wrote them.
-      flushLogsOf(msg.id);
-      send({ type: "respond", id: msg.id, response: wireResponse(response) });
-    },
+    (line) => sink.log(line),
+    (response) => sink.respond(response),
   );
   let slot = slots.get(slotKey);
   if (slot && (slot.bundleKey !== msg.bundleKey || slot.memoryMb !== msg.memoryMb || slot.disposed)) {
@@ -155,8 +203,7 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
       const bundle = msg.bundle ?? bundles.get(msg.bundleKey);
       if (bundle === undefined) {
         needBundle = true;
-        send({ type: "need-bundle", id: msg.id });
-        return;
+        return "need-bundle";
       }
       active = new IsolateSlot(slotKey, msg.bundleKey, msg.memoryMb, env);
       active.current = rec;
@@ -165,7 +212,7 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
       if (!loaded.ok) {
         outcome.error = loaded.error ?? { name: "Error", message: "the component failed to load", code: "LOAD_ERROR" };
         active.dispose();
-        return;
+        return outcome;
       }
       touch(slotKey, active);
     } else {
@@ -220,9 +267,8 @@ async function runInvocation(msg: InvokeRequest): Promise<void> {
     }
     outcome.droppedLogLines = droppedInIsolate + rec.hostDroppedLogs;
     outcome.wallMs = Number(process.hrtime.bigint() - started) / 1e6;
-    flushLogsOf(msg.id);
-    if (!needBundle) send({ type: "result", id: msg.id, outcome });
   }
+  return needBundle ? "need-bundle" : outcome;
 }
 
 async function runDescribe(msg: DescribeRequest): Promise<void> {
@@ -285,6 +331,10 @@ function onMessage(raw: unknown): void {
     case "invoke":
       if (msg.bundle !== undefined) rememberBundle(msg.bundleKey, msg.bundle);
       enqueue(`${msg.ownerId}\u0000${msg.sourceId}`, () => runInvocation(msg));
+      return;
+    case "invoke-batch":
+      if (msg.bundle !== undefined) rememberBundle(msg.bundleKey, msg.bundle);
+      enqueue(`${msg.ownerId}\u0000${msg.sourceId}`, () => runBatch(msg));
       return;
     case "describe":
       void runDescribe(msg).catch((err: unknown) =>

@@ -31,6 +31,7 @@ import { DataDirLock } from "./dataDir.js";
 import { openBus } from "./bus/open.js";
 import type { BusConsumer } from "./bus/bus.js";
 import { openReplyChannel } from "./bus/reply.js";
+import { partitionBacklogs } from "./bus/keyedDispatcher.js";
 import { IsolatedRuntime } from "./runtime/componentRuntime.js";
 import { DEFAULT_LIMITS } from "./runtime/index.js";
 import { ComponentCache } from "./components/componentCache.js";
@@ -334,6 +335,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       projectedPosition: () => projector.position,
       sseClients: () => hub?.size ?? 0,
       admitted: () => admission.totals(),
+      partitions: partitionBacklogs,
       limits: config,
     },
     { node: nodeId, roles: config.roles },

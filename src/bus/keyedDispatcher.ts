@@ -42,6 +42,23 @@ interface KeyState {
   blockedBy: Promise<unknown> | undefined;
 }
 
+/** What one partition holds right now: records read and not yet committed past (the partition's local backlog). */
+export interface PartitionBacklog {
+  readonly groupId: string;
+  readonly topic: string;
+  readonly partition: number;
+  readonly records: number;
+  readonly bytes: number;
+}
+
+/** The dispatchers of this process that read partitions now (both adapters), for metrics. */
+const live = new Set<KeyedDispatcher>();
+
+/** Each partition this process consumes in keyed mode, with its backlog. */
+export function partitionBacklogs(): PartitionBacklog[] {
+  return [...live].map((d) => d.backlog);
+}
+
 export class KeyedDispatcher {
   /** No new batches; retry waits give up. */
   private readonly stopping = new Interrupter();
@@ -65,6 +82,7 @@ export class KeyedDispatcher {
   private stopped: Promise<void> | undefined;
 
   constructor(private readonly options: KeyedDispatcherOptions) {
+    live.add(this);
     if (options.start !== undefined) this.nextOffset = this.committed = options.start;
     for (const [key, running] of options.busyKeys ?? []) {
       const state = this.keyState(key);
@@ -89,6 +107,11 @@ export class KeyedDispatcher {
 
   get pendingBytes(): number {
     return this.pendingBytesCount;
+  }
+
+  get backlog(): PartitionBacklog {
+    const { groupId, topic, partition } = this.options;
+    return { groupId, topic, partition, records: this.pending, bytes: this.pendingBytesCount };
   }
 
   /** True while reading should pause (the bounds were reached); onCapacity ends it. */
@@ -159,6 +182,7 @@ export class KeyedDispatcher {
   /** Graceful: no new batches, retry waits give up, running calls finish, and what completed is committed. */
   stop(): Promise<void> {
     this.stopped ??= (async () => {
+      live.delete(this);
       this.stopping.fire();
       this.full = false;
       while (this.calls.size > 0) await Promise.all([...this.calls]);
@@ -173,6 +197,7 @@ export class KeyedDispatcher {
 
   /** Like a crash: running calls are left to themselves, nothing more is committed. */
   abandon(): void {
+    live.delete(this);
     this.abandoned.fire();
     this.stopping.fire();
     this.full = false;

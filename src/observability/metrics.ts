@@ -26,6 +26,14 @@ export interface NodeGauges {
   sseClients(): number;
   /** Invocations admitted by this node and not yet recorded, with their bytes. */
   admitted(): { readonly count: number; readonly bytes: number; readonly sources: number; readonly owners: number };
+  /** Each bus partition this node consumes, with the records read and not yet committed past. */
+  partitions(): readonly {
+    readonly groupId: string;
+    readonly topic: string;
+    readonly partition: number;
+    readonly records: number;
+    readonly bytes: number;
+  }[];
   /** The admission bounds, to read the backlog against. */
   readonly limits: {
     readonly sourceBacklog: number;
@@ -156,6 +164,26 @@ export class Metrics {
         const admitted = gauges.admitted();
         this.set({ of: "sources" }, admitted.sources);
         this.set({ of: "owners" }, admitted.owners);
+      },
+    });
+    new Gauge({
+      name: "headwater_bus_partition_backlog_records",
+      help: "Records of a bus partition this node consumes, read and not yet committed past (waiting or running)",
+      labelNames: ["group", "topic", "partition"],
+      registers,
+      collect() {
+        this.reset();
+        for (const p of gauges.partitions()) this.set({ group: p.groupId, topic: p.topic, partition: String(p.partition) }, p.records);
+      },
+    });
+    new Gauge({
+      name: "headwater_bus_partition_backlog_bytes",
+      help: "Bytes of the records counted by headwater_bus_partition_backlog_records",
+      labelNames: ["group", "topic", "partition"],
+      registers,
+      collect() {
+        this.reset();
+        for (const p of gauges.partitions()) this.set({ group: p.groupId, topic: p.topic, partition: String(p.partition) }, p.bytes);
       },
     });
     new Gauge({

@@ -71,6 +71,14 @@ export class EmittedEventsReadModel {
   }
 
   /** Kept events after a log position, oldest first, optionally one channel: SSE catch-up. */
+  /** The kept events one invocation emitted, in order (what a lost reply would have said). */
+  emittedBy(emitterId: string, invocationId: string): { id: string; channel: string }[] {
+    return statement<[string, string], { id: string; channel: string }>(
+      this.db,
+      "SELECT id, channel FROM emitted_events WHERE emitter_id = ? AND invocation_id = ? ORDER BY seq",
+    ).all(emitterId, invocationId);
+  }
+
   eventsAfter(emitterId: string, afterSeq: number, channel: string | undefined, limit: number): EmittedEvent[] {
     const byChannel = channel === undefined ? "" : " AND channel = ?";
     const params: unknown[] = channel === undefined ? [emitterId, afterSeq, limit] : [emitterId, afterSeq, channel, limit];

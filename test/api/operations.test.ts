@@ -1,6 +1,8 @@
 import { expect } from "chai";
 import { TestServer, newKey } from "../harness/server.js";
 import { Receiver, eventually } from "../harness/receiver.js";
+import { partitionForKey } from "../../src/bus/partition.js";
+import { INVOCATION_PARTITIONS } from "../../src/runner/invocations.js";
 
 // Operations against the real server process: liveness and readiness probes without a key,
 // Prometheus metrics (requests, runs, deliveries, SSE clients, projection lag, backlog), who may
@@ -138,6 +140,47 @@ describe("operations: health, readiness, metrics, request ids and logs (real ser
       10_000,
       "the SSE client to go",
     );
+  });
+
+  it("/metrics reports each bus partition's backlog: the records a slow run holds up, and none once they ran", async () => {
+    const admin = server.client();
+    const slowCode = `export default {
+      name: "Slow first", version: "0.0.1",
+      props: { http: { type: "$.interface.http" } },
+      async run(event) {
+        if (event.body && event.body.slow) await new Promise((resolve) => setTimeout(resolve, 3000));
+        this.$emit(event.body);
+      },
+    };`;
+    const deployed = await admin.post("/v1/sources", { component_code: slowCode, name: "ops-slow" });
+    expect(deployed.status, JSON.stringify(deployed.body)).to.equal(200);
+    const source = deployed.body.data;
+    const partition = String(partitionForKey(source.id, INVOCATION_PARTITIONS));
+    const backlog = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      // The topic's name carries the bus namespace in the scaled mode: match it by its end.
+      const line = text
+        .split("\n")
+        .find(
+          (l) =>
+            l.startsWith("headwater_bus_partition_backlog_records{") &&
+            l.includes('group="headwater.runners"') &&
+            /topic="[^"]*headwater\.invocations"/.test(l) &&
+            l.includes(`partition="${partition}"`),
+        );
+      return line === undefined ? undefined : Number(line.split(" ").at(-1));
+    };
+    const endpoint = source.configured_props.http.endpoint_url as string;
+    for (const body of [{ slow: true }, { n: 1 }, { n: 2 }]) {
+      const r = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      expect(r.status).to.equal(200);
+    }
+    await eventually(
+      async () => (((await backlog()) ?? 0) >= 3 ? true : undefined),
+      2_500,
+      "the partition's backlog to show the 3 waiting invocations",
+    );
+    await eventually(async () => ((await backlog()) === 0 ? true : undefined), 15_000, "the partition's backlog to drain");
   });
 
   it("/metrics: loopback without a token; with HEADWATER_METRICS_TOKEN only the token or an operator key", async () => {

@@ -229,7 +229,7 @@ describe("scale: two nodes on one PostgreSQL log and Kafka, one killed mid-load"
             attempts.set(source.id, (attempts.get(source.id) ?? 0) + 1);
             const r = await node.client().post(`/v1/sources/${source.id}/run`, { event: { body: { pid, via: "api" } } });
             if (r.status === 200 && r.body.data.ok) ack(source.id, pid);
-            else failures.push(`api ${r.status}`);
+            else failures.push(`api ${r.status} ${JSON.stringify(r.body)}`);
           } else {
             attempts.set(source.id, (attempts.get(source.id) ?? 0) + 1);
             const r = await fetch(`${node.url}${endpointPath(source)}`, {

@@ -159,6 +159,26 @@ export function eventRoutes(
         );
         if (reply.status === "gone") throw notFound("source");
         if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
+        if (reply.status === "duplicate") {
+          // Recorded by a runner that stopped before it answered (the bus redelivered the invocation to
+          // another): the run happened once, and its log and events say how it went.
+          await deps.projector.catchUp();
+          const recorded = deps.runLogs.log(source.id, invocationId);
+          if (recorded) {
+            return {
+              body: {
+                data: {
+                  invocation_id: invocationId,
+                  ok: recorded.ok,
+                  error: recorded.error ? { name: recorded.error.name, message: recorded.error.message } : null,
+                  emitted: deps.events.emittedBy(source.id, invocationId),
+                  logs: recorded.lines,
+                  response: null,
+                },
+              },
+            };
+          }
+        }
         return {
           body: {
             data: {

@@ -193,6 +193,8 @@ async function main(): Promise<void> {
       HEADWATER_API_RATE_PER_SECOND: "100000",
       HEADWATER_API_BURST: "100000",
       HEADWATER_WEBHOOK_RETRY_MS: "1000",
+      // Passed through, to compare runs one at a time (1) with batches (the default).
+      ...(process.env.HEADWATER_RUN_BATCH_MAX ? { HEADWATER_RUN_BATCH_MAX: process.env.HEADWATER_RUN_BATCH_MAX } : {}),
     },
   });
   await server.start();

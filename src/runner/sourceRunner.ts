@@ -134,20 +134,7 @@ export class SourceRunner {
     } catch (error) {
       if (!(error instanceof MissingAccountError)) throw error;
       // Its account was deleted after it was bound: every run fails as a configuration error would.
-      return requests.map(() => ({
-        outcome: {
-          ok: false,
-          error: { name: error.name, message: error.message, code: "CONFIGURATION_ERROR" },
-          emits: [],
-          logs: [],
-          db,
-          dbChanged: false,
-          cpuMs: 0,
-          wallMs: 0,
-          warm: false,
-        },
-        startedMs,
-      }));
+      return requests.map(() => ({ outcome: failedBeforeRunning(error, "CONFIGURATION_ERROR", db), startedMs }));
     }
     const outcomes = await this.runtime.invokeBatch(
       requests.map((request, i) => ({
@@ -184,18 +171,7 @@ export class SourceRunner {
     } catch (error) {
       if (!(error instanceof MissingAccountError)) throw error;
       // Its account was deleted after it was bound: the run fails as a component's configuration error would.
-      const outcome: InvocationOutcome = {
-        ok: false,
-        error: { name: error.name, message: error.message, code: "CONFIGURATION_ERROR" },
-        emits: [],
-        logs: [],
-        db,
-        dbChanged: false,
-        cpuMs: 0,
-        wallMs: 0,
-        warm: false,
-      };
-      return { outcome, startedMs };
+      return { outcome: failedBeforeRunning(error, "CONFIGURATION_ERROR", db), startedMs };
     }
     const outcome = await this.runtime.invoke({
       invocationId,
@@ -287,17 +263,7 @@ export class SourceRunner {
   /** Records an invocation that could not be processed as a failed run (its state left as it was). */
   async park(request: RunRequest, error: { name: string; code: string; message: string }): Promise<RunResult> {
     const loaded = await this.emitters.load(request.source.id);
-    const outcome: InvocationOutcome = {
-      ok: false,
-      error,
-      emits: [],
-      logs: [],
-      db: loaded.state.db,
-      dbChanged: false,
-      cpuMs: 0,
-      wallMs: 0,
-      warm: false,
-    };
+    const outcome = failedBeforeRunning(error, error.code, loaded.state.db);
     return this.record(request, { outcome, startedMs: this.clock.now() }, loaded);
   }
 
@@ -316,6 +282,21 @@ export class SourceRunner {
       }),
     );
   }
+}
+
+/** The outcome of a run that failed before its code ran (its state left as it was). */
+function failedBeforeRunning(error: { name: string; message: string }, code: string, db: Record<string, unknown>): InvocationOutcome {
+  return {
+    ok: false,
+    error: { name: error.name, message: error.message, code },
+    emits: [],
+    logs: [],
+    db,
+    dbChanged: false,
+    cpuMs: 0,
+    wallMs: 0,
+    warm: false,
+  };
 }
 
 function emptyOutcome(): InvocationOutcome {

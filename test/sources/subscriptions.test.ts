@@ -184,7 +184,11 @@ describe("subscriptions and delivery (real server)", function () {
       // Retries of one event carry one id; the first event took the failures.
       const firstId = okOnes[0].headers["webhook-id"];
       expect(okOnes.slice(0, 7).every((r) => r.headers["webhook-id"] === firstId)).to.equal(true);
-      const attempts = (await admin.get(`/v1/webhooks/${hook.id}/deliveries?limit=100`)).body;
+      // Each attempt is recorded once its receiver answered: the last ones show shortly after their arrival.
+      const attempts = await eventually("every attempt in the listing", async () => {
+        const listed = (await admin.get(`/v1/webhooks/${hook.id}/deliveries?limit=100`)).body;
+        return listed.data.length >= 16 ? listed : undefined;
+      });
       expect(attempts.data.filter((a: { status: string }) => a.status === "failed")).to.have.length(6);
       const failed = attempts.data.find((a: { status: string }) => a.status === "failed");
       expect(failed).to.include({ response_code: 500, delivery_id: firstId });
@@ -278,7 +282,11 @@ describe("subscriptions and delivery (real server)", function () {
     // Both secrets verify during the grace period.
     new StandardWebhook(newSecret).verify(got.body, got.headers as Record<string, string>);
     new StandardWebhook(oldSecret).verify(got.body, got.headers as Record<string, string>);
-    const attempts = (await admin.get(`/v1/webhooks/${id}/deliveries`)).body.data;
+    // The attempt is recorded once the receiver has answered: it shows in the listing shortly after the arrival.
+    const attempts = await eventually("the delivery attempt in the listing", async () => {
+      const listed = (await admin.get(`/v1/webhooks/${id}/deliveries`)).body.data;
+      return listed.length > 0 ? listed : undefined;
+    });
     expect(attempts[0]).to.include({ status: "delivered", response_code: 200, attempt: 1, emitter_id: source.id });
     const resent = await admin.post(`/v1/webhooks/${id}/deliveries/${attempts[0].delivery_id}/resend`);
     expect(resent.status).to.equal(202);

@@ -149,6 +149,21 @@ export async function openReplyChannel(options: ReplyChannelOptions): Promise<Re
   };
 }
 
+/**
+ * Answers a request record with a JSON reply, when it carries a reply address and its caller may
+ * still wait (its deadline, plus a second for clocks): straight to a waiter of this node's own
+ * channel, else over the bus. A record without a reply address is answered by nothing.
+ */
+export async function answerRequest(bus: Bus, replies: ReplyChannel, record: BusRecord, reply: unknown): Promise<void> {
+  const replyTo = record.headers[replyHeaders.replyTo];
+  const correlationId = record.headers[replyHeaders.correlationId];
+  const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
+  if (!replyTo || !correlationId || Date.now() > deadline + 1000) return;
+  const value = Buffer.from(JSON.stringify(reply));
+  if (replyTo === replies.topic && replies.deliverLocally(correlationId, { value, headers: {} })) return;
+  await bus.publish(replyTo, [{ key: correlationId, value, headers: { [replyHeaders.correlationId]: correlationId } }]);
+}
+
 export interface ServeRequestsOptions {
   readonly bus: Bus;
   readonly groupId: string;

@@ -1,5 +1,5 @@
 import type { Bus, BusConsumer, BusRecord } from "../bus/bus.js";
-import { replyHeaders, type ReplyChannel } from "../bus/reply.js";
+import { answerRequest, type ReplyChannel } from "../bus/reply.js";
 import type { HttpResponse, LogLine } from "../runtime/types.js";
 import type { RunTrigger } from "../../commands/runLogs/runLog.js";
 import type { Projector } from "../projector/projector.js";
@@ -92,16 +92,7 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
 
   const batchMax = Math.max(1, Math.min(deps.batchMax ?? 1, RECENT_INVOCATIONS));
 
-  async function answer(record: BusRecord, reply: InvocationReply): Promise<void> {
-    const replyTo = record.headers[replyHeaders.replyTo];
-    const correlationId = record.headers[replyHeaders.correlationId];
-    const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
-    if (replyTo && correlationId && Date.now() <= deadline + 1000) {
-      const value = Buffer.from(JSON.stringify(reply));
-      if (replyTo === deps.replies.topic && deps.replies.deliverLocally(correlationId, { value, headers: {} })) return;
-      await deps.bus.publish(replyTo, [{ key: correlationId, value, headers: { [replyHeaders.correlationId]: correlationId } }]);
-    }
-  }
+  const answer = (record: BusRecord, reply: InvocationReply) => answerRequest(deps.bus, deps.replies, record, reply);
 
   /**
    * Runs invocations of one active source with one sandbox entry and one append, then answers

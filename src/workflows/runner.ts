@@ -4,7 +4,7 @@
 // event on $errors in the seed's shape; its log beside them. Workflow runs travel on their own
 // topic, keyed by workflow id: one workflow's runs in order, workflows side by side.
 import type { Bus, BusConsumer, BusRecord } from "../bus/bus.js";
-import { replyHeaders, type ReplyChannel } from "../bus/reply.js";
+import { answerRequest, type ReplyChannel } from "../bus/reply.js";
 import type { HttpResponse, InvocationOutcome, LogLine } from "../runtime/types.js";
 import type { Projector } from "../projector/projector.js";
 import type { ComponentCache, LoadedComponent } from "../components/componentCache.js";
@@ -358,14 +358,7 @@ export async function startWorkflowRunner(deps: WorkflowConsumerDeps): Promise<B
         error: { name: "InvocationParked", message: String((error as Error).message ?? error), code: "PARKED", cellId: null },
       };
     }
-    const replyTo = record.headers[replyHeaders.replyTo];
-    const correlationId = record.headers[replyHeaders.correlationId];
-    const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
-    if (replyTo && correlationId && Date.now() <= deadline + 1000) {
-      const value = Buffer.from(JSON.stringify(reply));
-      if (replyTo === deps.replies.topic && deps.replies.deliverLocally(correlationId, { value, headers: {} })) return;
-      await deps.bus.publish(replyTo, [{ key: correlationId, value, headers: { [replyHeaders.correlationId]: correlationId } }]);
-    }
+    await answerRequest(deps.bus, deps.replies, record, reply);
   }
 
   return deps.bus.consume({

@@ -123,19 +123,27 @@ export class SourceRunner {
     return results;
   }
 
+  /** The props a run gets (secrets opened, connected accounts bound), or the outcome of a run that cannot get them. */
+  private async propsOf(
+    source: RunnableSource,
+    db: Record<string, unknown>,
+  ): Promise<{ open: Record<string, unknown> } | { failed: InvocationOutcome }> {
+    try {
+      return { open: await openPropsWithAccounts(source.storedProps, this.sealer, this.accountAuth) };
+    } catch (error) {
+      if (!(error instanceof MissingAccountError)) throw error;
+      // Its account was deleted after it was bound: the run fails as a component's configuration error would.
+      return { failed: failedBeforeRunning(error, "CONFIGURATION_ERROR", db) };
+    }
+  }
+
   /** Runs a batch's code in the sandbox at once, each run on the db the previous one left; records nothing. */
   private async executeBatch(requests: readonly RunRequest[], db: Record<string, unknown>): Promise<Execution[]> {
     const { source, component } = requests[0];
     const http = component.meta.component.props.find((p) => p.type === "$.interface.http");
     const startedMs = this.clock.now();
-    let props: Record<string, unknown>;
-    try {
-      props = await openPropsWithAccounts(source.storedProps, this.sealer, this.accountAuth);
-    } catch (error) {
-      if (!(error instanceof MissingAccountError)) throw error;
-      // Its account was deleted after it was bound: every run fails as a configuration error would.
-      return requests.map(() => ({ outcome: failedBeforeRunning(error, "CONFIGURATION_ERROR", db), startedMs }));
-    }
+    const props = await this.propsOf(source, db);
+    if ("failed" in props) return requests.map(() => ({ outcome: props.failed, startedMs }));
     const outcomes = await this.runtime.invokeBatch(
       requests.map((request, i) => ({
         invocationId: request.invocationId,
@@ -145,7 +153,7 @@ export class SourceRunner {
         bundleHash: component.meta.bundleHash,
         bundle: component.meta.bundle,
         method: methodOf(request.trigger),
-        props,
+        props: props.open,
         event: request.event,
         ...(i === 0 ? { db } : {}),
         ...(http ? { http: { endpoint: source.endpointUrl, customResponse: http.customResponse === true } } : {}),
@@ -165,14 +173,8 @@ export class SourceRunner {
     const { source, component, invocationId, trigger } = request;
     const http = component.meta.component.props.find((p) => p.type === "$.interface.http");
     const startedMs = this.clock.now();
-    let props: Record<string, unknown>;
-    try {
-      props = await openPropsWithAccounts(source.storedProps, this.sealer, this.accountAuth);
-    } catch (error) {
-      if (!(error instanceof MissingAccountError)) throw error;
-      // Its account was deleted after it was bound: the run fails as a component's configuration error would.
-      return { outcome: failedBeforeRunning(error, "CONFIGURATION_ERROR", db), startedMs };
-    }
+    const props = await this.propsOf(source, db);
+    if ("failed" in props) return { outcome: props.failed, startedMs };
     const outcome = await this.runtime.invoke({
       invocationId,
       ownerId: source.creatorId,
@@ -181,7 +183,7 @@ export class SourceRunner {
       bundleHash: component.meta.bundleHash,
       bundle: component.meta.bundle,
       method: methodOf(trigger),
-      props,
+      props: props.open,
       event: request.event,
       db,
       ...(http ? { http: { endpoint: source.endpointUrl, customResponse: http.customResponse === true } } : {}),

@@ -15,7 +15,7 @@ export interface StoredEventId {
  */
 export function findReplay(
   stream: string,
-  events: readonly ProposedEvent[],
+  events: readonly Pick<ProposedEvent, "id" | "idGiven">[],
   lookup: (id: string) => StoredEventId | undefined,
 ): AppendResult | undefined {
   const seen = new Set<string>();

@@ -124,7 +124,7 @@ describe("embedded bus file", function () {
       expect(next.offset).to.equal("3");
     } finally {
       await reopened.close();
-      inspect.close();
+      await inspect.close();
     }
   });
 });

@@ -60,7 +60,7 @@ export class Member {
       start: BigInt(start),
       commit: async (nextOffset) => {
         if (broker.closed) throw new BusClosedError();
-        await broker.log.batch.run(() => broker.log.commit(this.group.id, topic, partition, Number(nextOffset)));
+        await broker.log.commit(this.group.id, topic, partition, Number(nextOffset));
       },
       onCapacity: wake,
     });
@@ -93,7 +93,7 @@ export class Member {
           const result = await this.abandoned.guard(Promise.resolve().then(() => handler(record)));
           if (result === interrupted || this.group.broker.closed) return "abandoned";
           const log = this.group.broker.log;
-          await log.batch.run(() => log.commit(this.group.id, record.topic, record.partition, Number(record.offset) + 1));
+          await log.commit(this.group.id, record.topic, record.partition, Number(record.offset) + 1);
           return "committed";
         } catch (error) {
           failure = error;
@@ -315,7 +315,7 @@ export class EmbeddedBroker {
 
   async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
     this.log.partitions(topic); // an unknown topic fails before queueing
-    const appended = await this.log.batch.run(() => this.log.append(topic, messages));
+    const appended = await this.log.append(topic, messages);
     const touched = new Set(appended.map(({ partition }) => partitionKey(topic, partition)));
     for (const key of touched) for (const worker of this.watchers.get(key) ?? []) worker.wake();
   }
@@ -336,6 +336,6 @@ export class EmbeddedBroker {
     this.closedFlag = true;
     for (const group of this.groups.values()) group.wakeAll();
     await Promise.all([...this.groups.values()].map((group) => group.workersDone()));
-    this.log.close();
+    await this.log.close();
   }
 }

@@ -1,10 +1,12 @@
 // The embedded bus's durable state in one SQLite file: topics, an append-only message log per
-// topic partition, and committed offsets per consumer group. Synchronous (better-sqlite3): the
-// in-process broker serialises access, and every write is one transaction.
+// topic partition, and committed offsets per consumer group. Reads are synchronous on this
+// connection (better-sqlite3); publishes and offset commits go to the writer thread in groups
+// (writeBatch.ts), so their fsync never blocks the event loop.
 import Database from "better-sqlite3";
 import { partitionForKey } from "../partition.js";
 import { toBuffer, UnknownTopicError, type BusRecord, type OutgoingMessage, type TopicSpec } from "../bus.js";
 import { WriteBatch } from "./writeBatch.js";
+import type { Appended } from "./logWriter.js";
 
 interface MessageRow {
   topic: string;
@@ -16,11 +18,7 @@ interface MessageRow {
   timestamp: number;
 }
 
-export interface Appended {
-  readonly topic: string;
-  readonly partition: number;
-  readonly offset: number;
-}
+export type { Appended } from "./logWriter.js";
 
 /** Committed offsets of a group nobody used for this long are forgotten, so they stop pinning retention. */
 const abandonedGroupMs = 7 * 24 * 3600 * 1000;
@@ -29,8 +27,8 @@ export class MessageLog {
   private readonly db: Database.Database;
   private readonly partitionCounts = new Map<string, number>();
   private readonly statements;
-  /** Publishes and offset commits of one event-loop turn share a transaction (one fsync). */
-  readonly batch: WriteBatch;
+  /** Publishes and offset commits, written in groups on the writer thread (one fsync per group). */
+  private readonly writes: WriteBatch;
 
   constructor(
     file: string,
@@ -41,7 +39,6 @@ export class MessageLog {
     // FULL: publish resolves only after the WAL is fsync'd, so an acknowledged message survives power loss.
     this.db.pragma("synchronous = FULL");
     this.db.pragma("busy_timeout = 5000");
-    this.batch = new WriteBatch(this.db);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS bus_topics (
         name TEXT PRIMARY KEY,
@@ -82,12 +79,6 @@ export class MessageLog {
       nextOffset: this.db.prepare<[string, number], { next_offset: number }>(
         "SELECT next_offset FROM bus_partitions WHERE topic = ? AND partition = ?",
       ),
-      setNextOffset: this.db.prepare<[number, string, number]>(
-        "UPDATE bus_partitions SET next_offset = ? WHERE topic = ? AND partition = ?",
-      ),
-      insertMessage: this.db.prepare<[string, number, number, string, Buffer, string, number]>(
-        "INSERT INTO bus_messages (topic, partition, offset, key, value, headers, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
-      ),
       read: this.db.prepare<[string, number, number, number], MessageRow>(
         "SELECT topic, partition, offset, key, value, headers, timestamp FROM bus_messages " +
           "WHERE topic = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?",
@@ -102,29 +93,30 @@ export class MessageLog {
         "INSERT INTO bus_offsets (group_id, topic, partition, next_offset, updated) VALUES (?, ?, ?, ?, ?) " +
           "ON CONFLICT (group_id, topic, partition) DO UPDATE SET next_offset = excluded.next_offset, updated = excluded.updated",
       ),
-      // Retention: a message every known group has committed past is never read again.
-      trim: this.db.prepare<[string, number, string, number]>(
-        "DELETE FROM bus_messages WHERE topic = ? AND partition = ? AND offset < " +
-          "(SELECT MIN(next_offset) FROM bus_offsets WHERE topic = ? AND partition = ?)",
-      ),
       forgetGroups: this.db.prepare<[number]>(
         "DELETE FROM bus_offsets WHERE group_id IN " + "(SELECT group_id FROM bus_offsets GROUP BY group_id HAVING MAX(updated) < ?)",
       ),
     };
     for (const { name, partitions } of this.statements.topics.all()) this.partitionCounts.set(name, partitions);
     this.statements.forgetGroups.run(now() - abandonedGroupMs);
+    // After the tables exist: the writer thread prepares its statements against them.
+    this.writes = new WriteBatch(file);
   }
 
   ensureTopics(topics: readonly TopicSpec[]): void {
     for (const { name, partitions } of topics) {
       if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`topic ${name}: partitions must be a positive integer`);
     }
-    this.db.transaction(() => {
-      for (const { name, partitions } of topics) {
-        this.statements.insertTopic.run(name, partitions);
-        for (let p = 0; p < partitions; p++) this.statements.insertPartition.run(name, p);
-      }
-    })();
+    // IMMEDIATE (here and in startOffset): the writer thread may hold the write lock; waiting for
+    // it up front cannot fail half-way on a lock upgrade as a deferred transaction can.
+    this.db
+      .transaction(() => {
+        for (const { name, partitions } of topics) {
+          this.statements.insertTopic.run(name, partitions);
+          for (let p = 0; p < partitions; p++) this.statements.insertPartition.run(name, p);
+        }
+      })
+      .immediate();
     for (const { name, partitions } of this.statements.topics.all()) this.partitionCounts.set(name, partitions);
   }
 
@@ -134,30 +126,20 @@ export class MessageLog {
     return count;
   }
 
-  append(topic: string, messages: readonly OutgoingMessage[]): Appended[] {
+  /** Appends in order; resolves once durable, with each message's partition and offset. */
+  append(topic: string, messages: readonly OutgoingMessage[]): Promise<Appended[]> {
     const partitions = this.partitions(topic);
-    const timestamp = this.now();
-    return this.db.transaction(() => {
-      const next = new Map<number, number>();
-      const appended: Appended[] = [];
-      for (const message of messages) {
-        const partition = partitionForKey(message.key, partitions);
-        const offset = next.get(partition) ?? this.statements.nextOffset.get(topic, partition)!.next_offset;
-        this.statements.insertMessage.run(
-          topic,
-          partition,
-          offset,
-          message.key,
-          toBuffer(message.value),
-          JSON.stringify(message.headers ?? {}),
-          timestamp,
-        );
-        next.set(partition, offset + 1);
-        appended.push({ topic, partition, offset });
-      }
-      for (const [partition, offset] of next) this.statements.setNextOffset.run(offset, topic, partition);
-      return appended;
-    })();
+    return this.writes.append({
+      op: "append",
+      topic,
+      timestamp: this.now(),
+      messages: messages.map((message) => ({
+        partition: partitionForKey(message.key, partitions),
+        key: message.key,
+        value: toBuffer(message.value),
+        headers: JSON.stringify(message.headers ?? {}),
+      })),
+    });
   }
 
   read(topic: string, partition: number, fromOffset: number, limit: number): BusRecord[] {
@@ -177,21 +159,21 @@ export class MessageLog {
    * retained message or at the end, and that start is stored so retention keeps what it will read.
    */
   startOffset(groupId: string, topic: string, partition: number, fromBeginning: boolean): number {
-    return this.db.transaction(() => {
-      const committed = this.statements.committed.get(groupId, topic, partition);
-      if (committed) return committed.next_offset;
-      const end = this.statements.nextOffset.get(topic, partition)!.next_offset;
-      const start = fromBeginning ? (this.statements.oldest.get(topic, partition)?.offset ?? end) : end;
-      this.statements.upsertCommitted.run(groupId, topic, partition, start, this.now());
-      return start;
-    })();
+    return this.db
+      .transaction(() => {
+        const committed = this.statements.committed.get(groupId, topic, partition);
+        if (committed) return committed.next_offset;
+        const end = this.statements.nextOffset.get(topic, partition)!.next_offset;
+        const start = fromBeginning ? (this.statements.oldest.get(topic, partition)?.offset ?? end) : end;
+        this.statements.upsertCommitted.run(groupId, topic, partition, start, this.now());
+        return start;
+      })
+      .immediate();
   }
 
-  commit(groupId: string, topic: string, partition: number, nextOffset: number): void {
-    this.db.transaction(() => {
-      this.statements.upsertCommitted.run(groupId, topic, partition, nextOffset, this.now());
-      this.statements.trim.run(topic, partition, topic, partition);
-    })();
+  /** Stores the group's next offset (and drops what every group has read); resolves once durable. */
+  commit(groupId: string, topic: string, partition: number, nextOffset: number): Promise<void> {
+    return this.writes.commit({ op: "commit", groupId, topic, partition, nextOffset, updated: this.now() });
   }
 
   /** Messages still stored for a partition (what retention has not deleted yet). */
@@ -201,8 +183,9 @@ export class MessageLog {
     ).n;
   }
 
-  close(): void {
-    this.batch.flush();
+  /** Writes what is queued, then closes both connections. */
+  async close(): Promise<void> {
+    await this.writes.close();
     this.db.close();
   }
 }

@@ -1,52 +1,41 @@
-import type { Database, Transaction } from "better-sqlite3";
+// Group commit for the embedded bus: publishes and offset commits queued while the previous group
+// is being written (or in the same event-loop turn) go to the writer thread as one group, one
+// transaction, one fsync.
+import { GroupedWrites, type Outcome } from "../../groupedWrites.js";
+import { decodePlainError, WriterThread } from "../../sqliteWriter/thread.js";
+import { BusClosedError } from "../bus.js";
+import type { Appended, LogWrite, LogWriteOutcome } from "./logWriter.js";
 
-interface Queued {
-  readonly work: () => unknown;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
-/**
- * Group commit for the embedded bus: writes queued in one event-loop turn share one transaction,
- * so one fsync, each in its own savepoint so one failing write does not undo the others.
- */
 export class WriteBatch {
-  #queue: Queued[] = [];
-  #scheduled = false;
-  readonly #commit: Transaction<(queue: Queued[]) => void>;
+  readonly #thread: WriterThread<readonly LogWrite[]>;
+  readonly #writes: GroupedWrites<LogWrite, unknown>;
 
-  constructor(db: Database) {
-    const single = (work: () => unknown) => db.transaction(work)();
-    this.#commit = db.transaction((queue: Queued[]) => {
-      for (const queued of queue) {
-        try {
-          queued.resolve(single(queued.work));
-        } catch (error) {
-          queued.reject(error);
-        }
-      }
-    });
+  constructor(file: string) {
+    this.#thread = new WriterThread(new URL("./logWriterThread.js", import.meta.url), { file });
+    this.#writes = new GroupedWrites<LogWrite, unknown>(
+      async (group) => {
+        const outcomes = (await this.#thread.request(group)) as LogWriteOutcome[];
+        return outcomes.map((outcome): Outcome<unknown> =>
+          "error" in outcome ? { error: decodePlainError(outcome.error) } : { result: outcome.value },
+        );
+      },
+      undefined,
+      undefined,
+      () => new BusClosedError(),
+    );
   }
 
-  run<T>(work: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ work, resolve: resolve, reject });
-      if (this.#scheduled) return;
-      this.#scheduled = true;
-      setImmediate(() => this.flush());
-    });
+  append(write: Extract<LogWrite, { op: "append" }>): Promise<Appended[]> {
+    return this.#writes.add(write) as Promise<Appended[]>;
   }
 
-  /** Commits what is queued now (also used before closing the file). */
-  flush(): void {
-    this.#scheduled = false;
-    const queue = this.#queue;
-    this.#queue = [];
-    if (queue.length === 0) return;
-    try {
-      this.#commit.immediate(queue);
-    } catch (error) {
-      for (const queued of queue) queued.reject(error);
-    }
+  commit(write: Extract<LogWrite, { op: "commit" }>): Promise<void> {
+    return this.#writes.add(write) as Promise<void>;
+  }
+
+  /** Writes what is queued, then ends the writer thread. */
+  async close(): Promise<void> {
+    await this.#writes.close();
+    await this.#thread.close();
   }
 }

@@ -14,11 +14,13 @@ import type {
   RecordedEvent,
   SubscribeToAllOptions,
 } from "../eventStore.js";
-import { assertExpectedRevision } from "../expectedRevision.js";
 import { EventStoreClosedError } from "../eventStoreClosedError.js";
 import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
-import { findReplay, type StoredEventId } from "../idempotency.js";
 import { jsonText } from "../proposedEvent.js";
+import type { EncodedAppend, EncodedOutcome } from "./appender.js";
+import { decodeError } from "./errorCodec.js";
+import { WriterThread } from "../../sqliteWriter/thread.js";
+import type { StoreWrite } from "./writerThread.js";
 import { prepareDatabase } from "./schema.js";
 
 export interface SqliteEventStoreOptions {
@@ -63,11 +65,26 @@ function limitOf(maxCount: number | undefined): number {
   return maxCount;
 }
 
+/** An append as the writer thread takes it: data and metadata as JSON text. */
+function encodeAppend(append: PendingAppend): EncodedAppend {
+  return {
+    stream: append.stream,
+    expectedRevision: append.expectedRevision,
+    events: append.events.map((event) => ({
+      id: event.id,
+      type: event.type,
+      idGiven: event.idGiven,
+      data: jsonText(event.data),
+      metadata: jsonText(event.metadata),
+    })),
+  };
+}
+
 export function openSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
   mkdirSync(dirname(options.file), { recursive: true });
   const db = new Database(options.file);
   try {
-    return new SqliteEventStore(db, options.foreignCommitPollMs ?? 100);
+    return new SqliteEventStore(db, options.file, options.foreignCommitPollMs ?? 100);
   } catch (error) {
     db.close();
     throw error;
@@ -78,7 +95,8 @@ class SqliteEventStore implements EventStore {
   private readonly statements: ReturnType<typeof prepareStatements>;
   private readonly signal = new CommitSignal();
   private readonly groupCommit: GroupCommit;
-  private readonly appendInSavepoint: (append: PendingAppend, created: number) => AppendResult;
+  /** Commits run on a thread of their own: the event loop only waits for "durable". */
+  private readonly writer: WriterThread<StoreWrite>;
   private readonly subscriptions = new Set<AllSubscription>();
   private foreignCommitPoll: NodeJS.Timeout | undefined;
   private dataVersion = 0;
@@ -86,17 +104,14 @@ class SqliteEventStore implements EventStore {
 
   constructor(
     private readonly db: Connection,
+    file: string,
     private readonly foreignCommitPollMs: number,
   ) {
     prepareDatabase(db);
     this.statements = prepareStatements(db);
-    // better-sqlite3 runs a nested transaction as SAVEPOINT / ROLLBACK TO, so a failing append
-    // leaves the rest of its group untouched.
-    this.appendInSavepoint = db.transaction((append: PendingAppend, created: number) => this.appendChecked(append, created));
-    const commitGroup = db.transaction((group: readonly PendingAppend[]) => this.commitGroup(group));
+    this.writer = new WriterThread<StoreWrite>(new URL("./writerThread.js", import.meta.url), { file }, decodeError);
     this.groupCommit = new GroupCommit(
-      // IMMEDIATE takes the write lock up front, so a group never fails half-way on a lock upgrade.
-      (group) => commitGroup.immediate(group),
+      (group) => this.commitGroup(group),
       () => this.signal.notify(),
     );
   }
@@ -105,37 +120,26 @@ class SqliteEventStore implements EventStore {
     return this.groupCommit.submit(stream, events, options);
   }
 
-  /** Runs inside the group's transaction; each append in its own savepoint. */
-  private commitGroup(group: readonly PendingAppend[]): AppendOutcome[] {
-    const created = Date.now();
-    return group.map((append) => {
-      // An I/O error can make SQLite roll the whole transaction back; later appends must not
-      // then run in autocommit mode and be committed behind the group's back.
-      if (!this.db.inTransaction) throw new Error("the group's transaction was rolled back by SQLite");
+  /** Encodes the group here (an event JSON cannot carry fails alone), commits it on the writer thread. */
+  private async commitGroup(group: readonly PendingAppend[]): Promise<AppendOutcome[]> {
+    const outcomes: AppendOutcome[] = new Array<AppendOutcome>(group.length);
+    const encoded: EncodedAppend[] = [];
+    const slots: number[] = [];
+    group.forEach((append, index) => {
       try {
-        return { result: this.appendInSavepoint(append, created) };
+        encoded.push(encodeAppend(append));
+        slots.push(index);
       } catch (error) {
-        return { error };
+        outcomes[index] = { error };
       }
     });
-  }
-
-  private appendChecked(append: PendingAppend, created: number): AppendResult {
-    const { stream, events, expectedRevision } = append;
-    const { eventById, streamRevision, insertEvent, upsertStream } = this.statements;
-    const replay = findReplay(stream, events, (id) => eventById.get(id) as StoredEventId | undefined);
-    if (replay !== undefined) return replay;
-    const actual = (streamRevision.get(stream) as { revision: number } | undefined)?.revision;
-    assertExpectedRevision(stream, expectedRevision, actual);
-    let revision = actual ?? -1;
-    let position = 0;
-    for (const event of events) {
-      revision += 1;
-      const inserted = insertEvent.run(stream, revision, event.id, event.type, jsonText(event.data), jsonText(event.metadata), created);
-      position = Number(inserted.lastInsertRowid);
+    if (encoded.length > 0) {
+      const committed = (await this.writer.request({ op: "commit", group: encoded })) as EncodedOutcome[];
+      committed.forEach((outcome, k) => {
+        outcomes[slots[k]] = "result" in outcome ? outcome : { error: decodeError(outcome.error) };
+      });
     }
-    upsertStream.run(stream, revision);
-    return { nextExpectedRevision: revision, position };
+    return outcomes;
   }
 
   async readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
@@ -212,18 +216,7 @@ class SqliteEventStore implements EventStore {
     // A negative bound ("keep the last N" of a short stream) deletes nothing.
     if (!Number.isSafeInteger(beforeRevision)) throw new RangeError(`invalid revision ${beforeRevision}`);
     if (beforeRevision <= 0) return;
-    this.statements.truncateBefore.run(stream, beforeRevision);
-    this.releaseFreePages();
-  }
-
-  /**
-   * Freed pages are reused by later appends, which keeps a steady append+truncate load bounded.
-   * Only when most of the file is free (a large purge) is space given back to the filesystem.
-   */
-  private releaseFreePages(): void {
-    const free = this.db.pragma("freelist_count", { simple: true }) as number;
-    const total = this.db.pragma("page_count", { simple: true }) as number;
-    if (free > 1024 && free * 2 > total) this.db.pragma(`incremental_vacuum(${free - Math.floor(total / 4)})`);
+    await this.writer.request({ op: "truncate", stream, beforeRevision });
   }
 
   async close(): Promise<void> {
@@ -232,6 +225,7 @@ class SqliteEventStore implements EventStore {
     await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
     this.closed = true;
     this.stopForeignCommitPoll();
+    await this.writer.close();
     this.db.close();
   }
 
@@ -243,16 +237,10 @@ class SqliteEventStore implements EventStore {
 function prepareStatements(db: Connection) {
   const statement = (sql: string): Statement => db.prepare(sql);
   return {
-    eventById: statement("SELECT stream, revision, position FROM events WHERE id = ?"),
     streamRevision: statement("SELECT revision FROM streams WHERE stream = ?"),
-    insertEvent: statement("INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-    upsertStream: statement(
-      "INSERT INTO streams (stream, revision) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision",
-    ),
     readStreamForwards: statement(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`),
     readStreamBackwards: statement(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`),
     readAll: statement(`SELECT ${eventColumns} FROM events WHERE position > ? ORDER BY position LIMIT ?`),
     headPosition: statement("SELECT seq FROM sqlite_sequence WHERE name = 'events'"),
-    truncateBefore: statement("DELETE FROM events WHERE stream = ? AND revision < ?"),
   };
 }

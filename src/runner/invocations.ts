@@ -173,7 +173,7 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
             const chunk = readable.slice(i, i + batchMax);
             // A batch that failed before (being retried by the bus) goes one at a time: a poisoned invocation is parked alone.
             const retried = chunk.some(({ message }) => failures.has(message.invocationId));
-            if (batchMax > 1 && chunk.length > 1 && !retried && (await handleBatch(chunk))) continue;
+            if (batchMax > 1 && !retried && (await handleBatch(chunk))) continue;
             for (const { record, message } of chunk) {
               await handle(record, message);
               deps.onBatch?.(1);

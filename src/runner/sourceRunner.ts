@@ -65,7 +65,7 @@ export class SourceRunner {
   ) {}
 
   async run(request: RunRequest): Promise<RunResult> {
-    const loaded = await this.emitters.load(request.source.id);
+    const loaded = await this.emitters.loadCached(request.source.id);
     if (alreadyRecorded(loaded.state, request.invocationId, request.delivery)) {
       return { outcome: emptyOutcome(), duplicate: true, emitted: [], response: undefined, position: undefined };
     }

@@ -166,12 +166,25 @@ export function sourceEndpoints(
     const reply = await deps.admission.during(message.invocationId, deps.workflowRuns.submitAndWait(message, deps.settings.runWaitMs));
     if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
     if (reply.response) return sendResponse(ctx, reply.response);
+    if (reply.status === "duplicate") throw responseLost();
     if (reply.status !== "done") throw new DomainError("not_found", "no active workflow at this endpoint");
     if (!reply.ok) {
       throw new DomainError("run_failed", `the workflow failed before it responded: ${reply.error?.message ?? "unknown error"}`);
     }
     ctx.status = 204; // the workflow ended without $.respond()
   }
+
+  /**
+   * The run was recorded by a node that stopped before it answered: the response it gave was
+   * never stored, so it cannot be replayed. Sending the request again runs it again.
+   */
+  const responseLost = () =>
+    new DomainError(
+      "unavailable",
+      "the run was recorded by a node that stopped before it answered, and its response was lost; send the request again",
+      undefined,
+      1,
+    );
 
   return async function sourceEndpoint(ctx: Context, next: Next): Promise<void> {
     const match = ENDPOINT_PATH.exec(ctx.path);
@@ -216,6 +229,7 @@ export function sourceEndpoints(
       // Read-your-writes: once answered, the events the run caused are listable on this node.
       if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
       if (reply.response) return sendResponse(ctx, reply.response);
+      if (reply.status === "duplicate") throw responseLost();
       if (reply.status !== "done") throw new DomainError("not_found", "no active source at this endpoint");
       if (!reply.ok) {
         throw new DomainError("run_failed", `the source's run failed before it responded: ${reply.error?.message ?? "unknown error"}`);

@@ -12,13 +12,16 @@ import { ensureChromium } from "../harness/chromium.js";
 // place first), see an event arrive live over SSE, search it, see a failing run on $errors;
 // deploy a workflow, run it from its page, see its emits and its errors (the failing step named)
 // arrive live; connect an account, see its deletion refused while a source binds it, delete it.
-// Saves docs/dashboard.png, docs/dashboard-deploy.png, docs/dashboard-errors.png and
-// docs/dashboard-workflow.png for the README.
+// Takes the screenshots dashboard.png, dashboard-deploy.png, dashboard-errors.png and
+// dashboard-workflow.png: into docs/ for the README when HEADWATER_SCREENSHOTS=docs, else into a
+// temporary directory (so a test run leaves the tree as it was).
 
 // Callbacks below run in the page, where these exist (the project compiles without the DOM library).
 declare const document: any, localStorage: any, sessionStorage: any;
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+const shots =
+  process.env.HEADWATER_SCREENSHOTS === "docs" ? path.join(repoRoot, "docs") : fs.mkdtempSync(path.join(os.tmpdir(), "hw-dashboard-"));
 
 const COMPONENT = `export default {
   name: "Order intake",
@@ -144,7 +147,7 @@ describe("web dashboard (headless Chromium, real server)", function () {
     await page.waitForFunction(() => (document.querySelector("#deploy-result")?.textContent ?? "").startsWith("Deployed"));
     expect(await text("#deploy-result")).to.match(/^Deployed orders \(dc_\w+\)\. Endpoint: http:\/\/\S+\/e\/\w+$/);
     expect(await page.$eval("#deploy-code", (el) => el.getAttribute("aria-invalid"))).to.equal(null);
-    await page.screenshot({ path: path.join(repoRoot, "docs", "dashboard-deploy.png") });
+    await page.screenshot({ path: path.join(shots, "dashboard-deploy.png") });
 
     await page.goto(`${server.url}/#/sources`);
     await page.waitForFunction(() => (document.querySelector("#sources-body")?.textContent ?? "").includes("orders"));
@@ -197,7 +200,7 @@ describe("web dashboard (headless Chromium, real server)", function () {
     });
     expect(await page.$eval("#stream-items li", (el) => el.className)).to.include("failed");
     expect(await text("#stream-items li .badge")).to.equal("$errors");
-    await page.screenshot({ path: path.join(repoRoot, "docs", "dashboard-errors.png") });
+    await page.screenshot({ path: path.join(shots, "dashboard-errors.png") });
 
     // Back to the events for the README's picture, with one more order arriving live.
     await page.click("#tab-events");
@@ -208,9 +211,9 @@ describe("web dashboard (headless Chromium, real server)", function () {
       body: '{"order":"C-3003","items":[{"sku":"cake","qty":1}]}',
     });
     await page.waitForFunction(() => (document.querySelector("#stream-items li:first-child")?.textContent ?? "").includes("C-3003"));
-    await page.screenshot({ path: path.join(repoRoot, "docs", "dashboard.png"), fullPage: false });
+    await page.screenshot({ path: path.join(shots, "dashboard.png"), fullPage: false });
 
-    expect(fs.statSync(path.join(repoRoot, "docs", "dashboard.png")).size).to.be.greaterThan(10_000);
+    expect(fs.statSync(path.join(shots, "dashboard.png")).size).to.be.greaterThan(10_000);
     // Streams were opened with stream tokens; the key itself never travelled in a URL.
     expect(requestedUrls.some((u) => u.includes(`/sources/${sourceId}/sse?stream_token=st_`))).to.equal(true);
     expect(requestedUrls.filter((u) => u.includes(server.bootstrapKey.slice(3)))).to.deep.equal([]);
@@ -354,8 +357,8 @@ describe("web dashboard (headless Chromium, real server)", function () {
     await page.waitForFunction(() => (document.querySelector("#wf-stream-items li")?.textContent ?? "").includes("expired card"), {
       timeout: 20_000,
     });
-    await page.screenshot({ path: path.join(repoRoot, "docs", "dashboard-workflow.png"), fullPage: true });
-    expect(fs.statSync(path.join(repoRoot, "docs", "dashboard-workflow.png")).size).to.be.greaterThan(10_000);
+    await page.screenshot({ path: path.join(shots, "dashboard-workflow.png"), fullPage: true });
+    expect(fs.statSync(path.join(shots, "dashboard-workflow.png")).size).to.be.greaterThan(10_000);
 
     // Logs: every run with its lines, the failed ones marked.
     await page.focus("#wf-tab-errors");

@@ -259,20 +259,31 @@ async function main(): Promise<void> {
   const rows: Round[] = [];
   const watchers: Watcher[] = [];
   try {
-    const admin = server.client();
     let made = 0;
-    const create = async (customResponse: boolean) => {
-      const r = await admin.post("/v1/sources", { component_code: component(customResponse), name: `peers-${made++}` });
+    /**
+     * The 16-source loads have 16 users, one source each: one user's sources share
+     * HEADWATER_RUNS_PER_OWNER run slots per node (4 by default, the fairness bound), so 16 sources
+     * of one user would measure that policy rather than the node.
+     */
+    const userKey = (): string => {
+      const username = `peers${made}`;
+      const created = server.cli("admin", "user", "create", "--username", username, "--email", `${username}@example.com`, "--plan", "paid");
+      if (created.status !== 0) throw new Error(`creating a user: ${created.stderr}`);
+      return created.json.api_key as string;
+    };
+    const create = async (customResponse: boolean, key = server.bootstrapKey) => {
+      const r = await server.client(key).post("/v1/sources", { component_code: component(customResponse), name: `peers-${made++}` });
       if (r.status !== 200) throw new Error(`creating a source: ${r.status} ${JSON.stringify(r.body)}`);
-      const watcher = watch(`${server.url}/sources/${r.body.data.id as string}/sse`, server.bootstrapKey);
+      const watcher = watch(`${server.url}/sources/${r.body.data.id as string}/sse`, key);
       watchers.push(watcher);
       await watcher.opened();
       return { endpoint: r.body.data.configured_props.http.endpoint_url as string, watcher };
     };
     type Made = Awaited<ReturnType<typeof create>>;
+    /** n sources: one of the operator's, or each of a user of its own. */
     const several = async (customResponse: boolean, n: number) => {
       const list: Made[] = [];
-      for (let i = 0; i < n; i++) list.push(await create(customResponse));
+      for (let i = 0; i < n; i++) list.push(await create(customResponse, n === 1 ? server.bootstrapKey : userKey()));
       return list;
     };
     const queued = await several(false, 1);
@@ -364,9 +375,9 @@ function render(machine: string, rows: Round[]): string {
     line("Koa, parse and answer", (r) => r.koa),
     line(`Node-RED ${NODE_RED_VERSION} flow (http in → function → http response)`, (r) => r.nodeRed),
     line("Headwater, custom response (run, event durably appended, then answered), 1 source", (r) => r.custom),
-    line(`Headwater, custom response, ${MANY} sources`, (r) => r.customMany),
+    line(`Headwater, custom response, ${MANY} sources of ${MANY} users`, (r) => r.customMany),
     line("Headwater, answered when queued, 1 source", (r) => r.queued),
-    line(`Headwater, answered when queued, ${MANY} sources`, (r) => r.queuedMany),
+    line(`Headwater, answered when queued, ${MANY} sources of ${MANY} users`, (r) => r.queuedMany),
     line("Headwater, answered when queued, 1 source, backlog bounds lifted (request path alone)", (r) => r.rawQueued),
     "",
     "End to end (the queued loads followed to their events on SSE): runs/s from the load's start to the last event; drain = time from the end of the load to the last event.",
@@ -374,7 +385,7 @@ function render(machine: string, rows: Round[]): string {
     "| queued load | accepted | runs completed | runs/s | runs/s ÷ accepted req/s | drain s |",
     "|---|---|---|---|---|---|",
     drainLine("1 source", (r) => r.queued),
-    drainLine(`${MANY} sources`, (r) => r.queuedMany),
+    drainLine(`${MANY} sources of ${MANY} users`, (r) => r.queuedMany),
     "",
   ];
   if (mode === "scaled") {

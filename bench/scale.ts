@@ -11,12 +11,12 @@
 //   a CPU profile written there).
 import { readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import http from "node:http";
-import { cpus, loadavg } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { TestServer, cliEntry } from "../test/harness/server.js";
+import { benchAgent, inParallel, machineLine, request, sleep } from "./common.js";
 
 const targetSources = Number(process.env.BENCH_SOURCES ?? 100_000);
 const deployBudgetMs = Number(process.env.BENCH_DEPLOY_SECONDS ?? 240) * 1000;
@@ -82,42 +82,6 @@ async function settledRss(pid: number): Promise<number> {
   );
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-
-function request(method: string, url: string, key: string | undefined, payload?: unknown): Promise<{ status: number; body: any }> {
-  const text = payload === undefined ? undefined : JSON.stringify(payload);
-  return new Promise((resolve, reject) => {
-    const r = http.request(
-      url,
-      {
-        method,
-        agent,
-        headers: {
-          ...(key ? { authorization: `Bearer ${key}` } : {}),
-          ...(text !== undefined ? { "content-type": "application/json", "content-length": Buffer.byteLength(text) } : {}),
-        },
-      },
-      (response) => {
-        let data = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => (data += chunk));
-        response.on("end", () => {
-          let parsed: unknown = data;
-          try {
-            parsed = JSON.parse(data);
-          } catch {
-            // not JSON
-          }
-          resolve({ status: response.statusCode ?? 0, body: parsed });
-        });
-        response.on("error", reject);
-      },
-    );
-    r.on("error", reject);
-    r.end(text);
-  });
-}
-
 /** Median and p99 of `samples` sequential GETs. */
 async function latency(url: string, key: string): Promise<{ median: number; p99: number }> {
   const times: number[] = [];
@@ -131,25 +95,8 @@ async function latency(url: string, key: string): Promise<{ median: number; p99:
   return { median: percentile(times, 50), p99: percentile(times, 99) };
 }
 
-async function inParallel<T>(items: readonly T[], width: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < items.length) {
-        const index = next++;
-        await work(items[index], index);
-      }
-    }),
-  );
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 async function main(): Promise<void> {
-  const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown";
-  const machine = `${cpus().length} cpus (nproc), ${cpuModel}, node ${process.version}, ${new Date().toISOString()}, load average at start ${loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")}`;
+  const machine = machineLine();
   console.log(`machine: ${machine}`);
   const server = new TestServer({
     mode: "embedded",
@@ -396,7 +343,7 @@ async function main(): Promise<void> {
     writeFileSync(path.join(repoRoot, "bench", "results", "scale.md"), report);
   } finally {
     await server.stop();
-    agent.destroy();
+    benchAgent.destroy();
     rmSync(server.dataDir, { recursive: true, force: true });
   }
 }

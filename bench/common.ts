@@ -1,0 +1,65 @@
+// Helpers several benches share: the machine line every result records, a keep-alive JSON
+// request, and a bounded-parallel loop.
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import { cpus, loadavg } from "node:os";
+
+/** CPU count and model, node version, time and load average: what a recorded result ran on. */
+export function machineLine(): string {
+  const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown";
+  return `${cpus().length} cpus (nproc), ${cpuModel}, node ${process.version}, ${new Date().toISOString()}, load average at start ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`;
+}
+
+export const benchAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/** One HTTP request with an optional bearer key and JSON body; the body parsed when it is JSON. */
+export function request(method: string, url: string, key: string | undefined, payload?: unknown): Promise<{ status: number; body: any }> {
+  const text = payload === undefined ? undefined : JSON.stringify(payload);
+  return new Promise((resolve, reject) => {
+    const r = http.request(
+      url,
+      {
+        method,
+        agent: benchAgent,
+        headers: {
+          ...(key ? { authorization: `Bearer ${key}` } : {}),
+          ...(text !== undefined ? { "content-type": "application/json", "content-length": Buffer.byteLength(text) } : {}),
+        },
+      },
+      (response) => {
+        let data = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (data += chunk));
+        response.on("end", () => {
+          let parsed: unknown = data;
+          try {
+            parsed = JSON.parse(data);
+          } catch {
+            // not JSON
+          }
+          resolve({ status: response.statusCode ?? 0, body: parsed });
+        });
+        response.on("error", reject);
+      },
+    );
+    r.on("error", reject);
+    r.end(text);
+  });
+}
+
+/** Runs `work` over `items` with at most `width` at once. */
+export async function inParallel<T>(items: readonly T[], width: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) {
+        const index = next++;
+        await work(items[index], index);
+      }
+    }),
+  );
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -105,6 +105,7 @@ function specs(dataDirDefault: string) {
     HEADWATER_RUNS_PER_OWNER: int(1)({ default: 4 }),
     HEADWATER_RUN_BATCH_MAX: int(1)({ default: 64 }),
     HEADWATER_RUNNER_WORKERS: int(1)({ default: undefined }),
+    HEADWATER_WARM_ISOLATES: int(1)({ default: undefined }),
     HEADWATER_RUN_TIMEOUT_MS: int(1)({ default: undefined }),
     HEADWATER_RUN_MEMORY_MB: int(8)({ default: undefined }),
     HEADWATER_ALLOW_PRIVATE_NETWORKS: flag({ default: false }),
@@ -176,6 +177,7 @@ function toConfig(env: ReturnType<typeof clean>) {
     runtime: {
       cacheDir: path.join(dataDir, "cache"),
       ...(env.HEADWATER_RUNNER_WORKERS !== undefined ? { workers: env.HEADWATER_RUNNER_WORKERS } : {}),
+      ...(env.HEADWATER_WARM_ISOLATES !== undefined ? { maxWarmIsolates: env.HEADWATER_WARM_ISOLATES } : {}),
       ...(env.HEADWATER_RUN_TIMEOUT_MS !== undefined ? { timeoutMs: env.HEADWATER_RUN_TIMEOUT_MS } : {}),
       ...(env.HEADWATER_RUN_MEMORY_MB !== undefined ? { memoryMb: env.HEADWATER_RUN_MEMORY_MB } : {}),
       allowPrivateNetworks: env.HEADWATER_ALLOW_PRIVATE_NETWORKS,

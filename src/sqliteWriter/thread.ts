@@ -35,67 +35,83 @@ export function decodePlainError(encoded: EncodedError): Error {
   return error;
 }
 
+/**
+ * The event loop's side of one writer thread. A thread that dies (a crash, not `close`) fails the
+ * requests waiting on it (their writes may or may not have committed; callers' appends are
+ * idempotent by id) and is started again by the next request.
+ */
 export class WriterThread<Request extends object> {
-  private readonly worker: Worker;
+  private worker: Worker | undefined;
   private readonly waiting = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
   private nextId = 0;
   private closing = false;
-  private dead: Error | undefined;
-  private readonly exited: Promise<void>;
+  private exited: Promise<void> = Promise.resolve();
 
   constructor(
-    entry: URL,
-    workerData: unknown,
+    private readonly entry: URL,
+    private readonly workerData: unknown,
     private readonly decodeError: (encoded: EncodedError) => Error = decodePlainError,
   ) {
-    this.worker = new Worker(entry, { workerData });
-    this.worker.unref();
-    this.worker.on("message", (answer: Answer) => {
+    this.worker = this.start();
+  }
+
+  request(request: Request): Promise<unknown> {
+    if (this.closing) return Promise.reject(new Error("the SQLite writer thread is closed"));
+    const worker = (this.worker ??= this.start());
+    return this.post(worker, { request });
+  }
+
+  /** Closes the write connection after what was posted, then ends the thread. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const worker = this.worker;
+    if (worker === undefined) return;
+    // Held until the thread has ended, so closing is awaited to the end.
+    worker.ref();
+    await this.post(worker, { close: true }).catch(() => undefined);
+    await this.exited;
+  }
+
+  private start(): Worker {
+    const worker = new Worker(this.entry, { workerData: this.workerData });
+    worker.unref();
+    worker.on("message", (answer: Answer) => {
       const waiter = this.waiting.get(answer.id);
       if (waiter === undefined) return;
       this.forget(answer.id);
       if (answer.failed !== undefined) waiter.reject(this.decodeError(answer.failed));
       else waiter.resolve(answer.value);
     });
-    this.worker.on("error", (error) => this.fail(error));
-    this.exited = new Promise((resolve) => this.worker.once("exit", () => resolve()));
-    void this.exited.then(() => this.fail(new Error("a SQLite writer thread exited")));
+    worker.on("error", (error) => this.lost(worker, error));
+    this.exited = new Promise((resolve) =>
+      worker.once("exit", (code) => {
+        this.lost(worker, new Error(`a SQLite writer thread exited (code ${code})`));
+        resolve();
+      }),
+    );
+    return worker;
   }
 
-  request(request: Request): Promise<unknown> {
-    if (this.dead !== undefined) return Promise.reject(this.dead);
+  private post(worker: Worker, message: { request?: Request; close?: true }): Promise<unknown> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      if (this.waiting.size === 0) this.worker.ref();
+      if (this.waiting.size === 0) worker.ref();
       this.waiting.set(id, { resolve, reject });
-      this.worker.postMessage({ id, request });
+      worker.postMessage({ id, ...message });
     });
-  }
-
-  /** Closes the write connection after what was posted, then ends the thread. */
-  async close(): Promise<void> {
-    // Held until the thread has ended, so closing is awaited to the end.
-    this.closing = true;
-    this.worker.ref();
-    if (this.dead === undefined) {
-      const id = this.nextId++;
-      await new Promise((resolve, reject) => {
-        this.waiting.set(id, { resolve, reject });
-        this.worker.postMessage({ id, close: true });
-      });
-    }
-    await this.exited;
   }
 
   private forget(id: number): void {
     this.waiting.delete(id);
-    if (this.waiting.size === 0 && !this.closing) this.worker.unref();
+    if (this.waiting.size === 0 && !this.closing) this.worker?.unref();
   }
 
-  private fail(error: Error): void {
-    this.dead ??= error;
+  /** The thread is gone: what waited on it fails, and the next request starts a new one. */
+  private lost(worker: Worker, error: Error): void {
+    if (this.worker !== worker) return;
+    this.worker = undefined;
     for (const [id, waiter] of this.waiting) {
-      this.forget(id);
+      this.waiting.delete(id);
       waiter.reject(error);
     }
   }

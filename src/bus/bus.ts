@@ -45,8 +45,14 @@ export interface RetryPolicy {
  * so the handler must dedupe by its own ids.
  */
 export interface KeyedConsumeOptions {
-  /** Called with every waiting record of one key (same key, offset order, at most maxBatch). */
-  readonly handler: (records: readonly BusRecord[]) => Promise<void>;
+  /**
+   * Called with every waiting record of one key (same key, offset order, at most maxBatch).
+   * `more()` hands over the records of the key that arrived since (offset order, at most
+   * maxBatch, empty when none): they become part of this call, done when it resolves and retried
+   * with it when it rejects. A handler can so start on later records while it finishes earlier
+   * ones (the runner runs a batch while the one before is being recorded).
+   */
+  readonly handler: (records: readonly BusRecord[], more: () => BusRecord[]) => Promise<void>;
   /** Records read but not yet committed, per partition, before reading pauses (default 10_000). */
   readonly maxPendingPerPartition?: number;
   /** Bytes of record values read but not yet committed, per partition, before reading pauses (default 64 MiB). */

@@ -244,13 +244,14 @@ export class KeyedDispatcher {
     this.calls.add(call);
   }
 
-  private async run(key: string, batch: readonly Entry[]): Promise<void> {
-    const records = batch.map((entry) => entry.record!);
+  private async run(key: string, batch: Entry[]): Promise<void> {
     const { groupId, topic, partition } = this.options;
     for (let attempt = 1; ; attempt++) {
       let failure: unknown;
+      // A retry hands over everything the failed call took, the records it pulled with more() included.
+      const records = batch.map((entry) => entry.record!);
       try {
-        const call = Promise.resolve().then(() => this.options.keyed.handler(records));
+        const call = Promise.resolve().then(() => this.options.keyed.handler(records, () => this.more(key, batch)));
         const settled = call.then(
           () => undefined,
           () => undefined,
@@ -276,6 +277,15 @@ export class KeyedDispatcher {
       });
       if (!(await this.stopping.pause(retryDelay(attempt, this.options.retry)))) return;
     }
+  }
+
+  /** The key's records that arrived while its call runs, handed to that call (and so done or retried with it). */
+  private more(key: string, batch: Entry[]): BusRecord[] {
+    const state = this.keys.get(key);
+    if (!state || this.stopping.fired || this.abandoned.fired || state.waiting.length === 0) return [];
+    const taken = state.waiting.splice(0, this.options.keyed.maxBatch);
+    batch.push(...taken);
+    return taken.map((entry) => entry.record!);
   }
 
   private complete(batch: readonly Entry[]): void {

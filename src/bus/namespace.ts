@@ -31,7 +31,11 @@ export function namespacedBus(bus: Bus, namespace: string): Bus {
         handler: handler && ((record) => handler({ ...record, topic: inner(record.topic) })),
         keyed: keyed && {
           ...keyed,
-          handler: (records) => keyed.handler(records.map((record) => ({ ...record, topic: inner(record.topic) }))),
+          handler: (records, more) =>
+            keyed.handler(
+              records.map((record) => ({ ...record, topic: inner(record.topic) })),
+              () => more().map((record) => ({ ...record, topic: inner(record.topic) })),
+            ),
         },
       });
     },

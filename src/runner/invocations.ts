@@ -6,7 +6,7 @@ import type { Projector } from "../projector/projector.js";
 import type { Source, SourcesReadModel } from "../readModels/sources.js";
 import { parseJson } from "../json/bounded.js";
 import type { ComponentCache } from "../components/componentCache.js";
-import type { RunResult, SourceRunner } from "./sourceRunner.js";
+import type { RunResult, SourceRunner, StartedBatch } from "./sourceRunner.js";
 import { RECENT_INVOCATIONS } from "../../commands/emitters/emitter.js";
 import { OwnerSlots } from "./ownerSlots.js";
 import { log } from "../observability/log.js";
@@ -94,22 +94,27 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
 
   const answer = (record: BusRecord, reply: InvocationReply) => answerRequest(deps.bus, deps.replies, record, reply);
 
+  type Work = { record: BusRecord; message: InvocationMessage };
+
   /**
-   * Runs invocations of one active source with one sandbox entry and one append, then answers
-   * them (custom responses go back once the batch is durable). Returns false when the batch could
-   * not be run as one: the caller then runs them one at a time, with their own retries and parking.
+   * Runs invocations of one active source with one sandbox entry now, and records them with one
+   * append once `previous` (the source's batch before, maybe still being recorded) is; then
+   * answers them (custom responses go back once the batch is durable). Resolves once the batch
+   * ran, or with undefined when it cannot run as one: the caller then runs the invocations one at
+   * a time, with their own retries and parking. A batch whose record fails marks its invocations
+   * as failed, so the bus's retry runs them one at a time.
    */
-  async function handleBatch(work: readonly { record: BusRecord; message: InvocationMessage }[]): Promise<boolean> {
+  async function startChunk(work: readonly Work[], previous: Started | undefined): Promise<Started | undefined> {
     const sourceId = work[0].message.sourceId;
-    if (work.some(({ message }) => message.sourceId !== sourceId)) return false;
+    if (work.some(({ message }) => message.sourceId !== sourceId)) return undefined;
     const source = deps.sources.source(sourceId);
-    if (!source || !source.active) return false;
+    if (!source || !source.active) return undefined;
     const component = deps.components.get(source.componentId);
-    if (!component) return false;
+    if (!component) return undefined;
     const runnable = runnableOf(deps, source);
-    let results;
+    let batch: StartedBatch;
     try {
-      results = await deps.runner.runBatch(
+      batch = await deps.runner.startBatch(
         work.map(({ record, message }) => ({
           source: runnable,
           component,
@@ -119,20 +124,31 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
           ...(message.chain ? { chain: message.chain } : {}),
           delivery: deliveryOf(record),
         })),
+        previous?.batch,
       );
     } catch (error) {
       log.warn(
         { err: error, sourceId: source.id, runs: work.length },
         "runner: a batch could not be run as one; running its invocations one at a time",
       );
-      return false;
+      return undefined;
     }
-    deps.onBatch?.(work.length);
-    for (const [i, { record, message }] of work.entries()) {
-      failures.delete(message.invocationId);
-      await answer(record, replyOf(results[i]));
-    }
-    return true;
+    const answered = batch.recorded.then(
+      async (results) => {
+        deps.onBatch?.(work.length);
+        for (const [i, { record, message }] of work.entries()) {
+          failures.delete(message.invocationId);
+          await answer(record, replyOf(results[i]));
+        }
+      },
+      (error: unknown) => {
+        for (const { message } of work) failures.set(message.invocationId, (failures.get(message.invocationId) ?? 0) + 1);
+        log.warn({ err: error, sourceId: source.id, runs: work.length }, "runner: a batch could not be recorded; the bus runs it again");
+        throw error;
+      },
+    );
+    answered.catch(() => undefined);
+    return { batch, answered };
   }
 
   async function handle(record: BusRecord, message: InvocationMessage): Promise<void> {
@@ -160,33 +176,72 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
     groupId: "headwater.runners",
     topics: [INVOCATIONS_TOPIC],
     keyed: {
-      // Every waiting invocation of one source, in order.
-      handler: async (records) => {
-        const work = records.map((record) => ({ record, message: readInvocation(record) }));
-        const newest = Math.max(0, ...work.map((w) => w.message?.minPosition ?? 0));
-        await deps.projector.waitFor(newest);
+      // Every waiting invocation of one source, in order; those that arrive while its batches run
+      // are taken too (more()), so a batch runs while the one before it is being recorded.
+      handler: async (records, more) => {
         const owner = deps.sources.source(records[0].key)?.creatorId ?? "";
         await owners.acquire(owner);
+        const answered: Promise<void>[] = [];
+        let last: Started | undefined;
         try {
-          const readable = work.filter((w): w is { record: BusRecord; message: InvocationMessage } => w.message !== undefined);
-          for (let i = 0; i < readable.length; i += batchMax) {
-            const chunk = readable.slice(i, i + batchMax);
-            // A batch that failed before (being retried by the bus) goes one at a time: a poisoned invocation is parked alone.
-            const retried = chunk.some(({ message }) => failures.has(message.invocationId));
-            if (batchMax > 1 && !retried && (await handleBatch(chunk))) continue;
-            for (const { record, message } of chunk) {
-              await handle(record, message);
-              deps.onBatch?.(1);
+          let incoming: readonly BusRecord[] = records;
+          for (let round = 0; incoming.length > 0; round++) {
+            const work = incoming.map((record) => ({ record, message: readInvocation(record) }));
+            await deps.projector.waitFor(Math.max(0, ...work.map((w) => w.message?.minPosition ?? 0)));
+            const readable = work.filter((w): w is Work => w.message !== undefined);
+            for (let i = 0; i < readable.length; i += batchMax) {
+              const chunk = readable.slice(i, i + batchMax);
+              // A batch that failed before (being retried by the bus) goes one at a time: a poisoned invocation is parked alone.
+              const retried = chunk.some(({ message }) => failures.has(message.invocationId));
+              const started = batchMax > 1 && !retried ? await startChunk(chunk, last) : undefined;
+              if (started) {
+                last = started;
+                answered.push(started.answered);
+                continue;
+              }
+              // One at a time, in order: after every batch started before is recorded (a failure is thrown).
+              for (const outcome of await Promise.allSettled(answered)) if (outcome.status === "rejected") throw outcome.reason;
+              last = undefined;
+              for (const { record, message } of chunk) {
+                await handle(record, message);
+                deps.onBatch?.(1);
+              }
+            }
+            // A call takes at most this many rounds, so its offsets get committed now and then.
+            if (round + 1 >= PIPELINED_ROUNDS) break;
+            incoming = last ? more() : [];
+            if (incoming.length === 0 && last) {
+              // Nothing waiting yet: requests answered by the batches before often come back while
+              // the newest one is recorded, so look once more when it is.
+              await last.answered;
+              incoming = more();
             }
           }
+        } catch (error) {
+          // The bus retries the whole call: let what was started finish first, so runs of one
+          // source are never recorded by two attempts at once.
+          await Promise.allSettled(answered);
+          throw error;
         } finally {
           owners.release(owner);
         }
+        const outcomes = await Promise.allSettled(answered);
+        const failed = outcomes.find((outcome) => outcome.status === "rejected");
+        if (failed) throw failed.reason;
       },
       ...(deps.maxPendingPerPartition !== undefined ? { maxPendingPerPartition: deps.maxPendingPerPartition } : {}),
       ...(deps.maxPendingBytesPerPartition !== undefined ? { maxPendingBytesPerPartition: deps.maxPendingBytesPerPartition } : {}),
     },
   });
+}
+
+/** Rounds of more() one handler call of the runner takes before it ends (and its offsets can be committed). */
+const PIPELINED_ROUNDS = 8;
+
+/** A batch that ran and is being recorded, and its answers once it is. */
+interface Started {
+  readonly batch: StartedBatch;
+  readonly answered: Promise<void>;
 }
 
 /** Attempts of one invocation (each retried by the bus with backoff, ~3 to 6 s in all) before it is parked. */

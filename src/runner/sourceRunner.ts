@@ -40,6 +40,14 @@ export interface RunResult {
   readonly position: number | undefined;
 }
 
+/** A batch that ran in the sandbox and is recorded (or being recorded). */
+export interface StartedBatch {
+  /** The `this.db` the batch's runs left: the source's next batch runs on it. */
+  readonly db: Record<string, unknown>;
+  /** One result per request, once the batch is recorded (after the batch before it). */
+  readonly recorded: Promise<RunResult[]>;
+}
+
 export interface Execution {
   readonly outcome: InvocationOutcome;
   readonly startedMs: number;
@@ -81,11 +89,25 @@ export class SourceRunner {
    * when the batch could not be run or recorded at all (nothing of it was recorded then).
    */
   async runBatch(requests: readonly RunRequest[]): Promise<RunResult[]> {
-    const loaded = await this.emitters.loadCached(requests[0].source.id);
-    const seen = new Set(loaded.state.recentInvocations);
+    return (await this.startBatch(requests)).recorded;
+  }
+
+  /**
+   * Runs a batch in the sandbox now and records it once `previous` (the source's batch before
+   * it, which may still be being recorded) is, so that a source's next batch runs while the one
+   * before is made durable. It runs on the `this.db` `previous` left. Should the recorded state
+   * differ from that (a run of `previous` turned out to be an already recorded redelivery), the
+   * batch is run again on the recorded state before it is recorded. If `previous` fails, this
+   * batch fails too, unrecorded. Resolves once the batch ran; `recorded` once it is recorded.
+   */
+  async startBatch(requests: readonly RunRequest[], previous?: StartedBatch): Promise<StartedBatch> {
+    const sourceId = requests[0].source.id;
+    // With a batch still being recorded before it, redeliveries are told when this one is recorded.
+    const initial = previous === undefined ? await this.emitters.loadCached(sourceId) : undefined;
+    const seen = new Set(initial?.state.recentInvocations);
     const fresh: number[] = [];
     requests.forEach((request, i) => {
-      if (seen.has(request.invocationId) || alreadyRecorded(loaded.state, request.invocationId, request.delivery)) return;
+      if (seen.has(request.invocationId) || (initial && alreadyRecorded(initial.state, request.invocationId, request.delivery))) return;
       seen.add(request.invocationId);
       fresh.push(i);
     });
@@ -96,9 +118,32 @@ export class SourceRunner {
       response: undefined,
       position: undefined,
     }));
-    if (fresh.length === 0) return results;
+    const startDb = previous?.db ?? initial!.state.db;
+    if (fresh.length === 0) return { db: startDb, recorded: Promise.resolve(results) };
     const toRun = fresh.map((i) => requests[i]);
-    const executions = await this.executeBatch(toRun, loaded.state.db);
+    const executions = await this.executeBatch(toRun, startDb);
+    const recorded = (async (): Promise<RunResult[]> => {
+      if (previous) await previous.recorded;
+      const loaded = initial ?? (await this.emitters.loadCached(sourceId));
+      if (loaded.state.db !== startDb && JSON.stringify(loaded.state.db) !== JSON.stringify(startDb)) {
+        return (await this.startBatch(requests)).recorded;
+      }
+      return this.recordExecuted(toRun, executions, loaded, fresh, results);
+    })();
+    // Awaited by whoever holds the batch; marked handled so a failure seen late is not "unhandled".
+    recorded.catch(() => undefined);
+    const last = executions[executions.length - 1];
+    return { db: last.outcome.db, recorded };
+  }
+
+  /** Records a batch's executions with one append (and one of their logs) on the state `loaded`. */
+  private async recordExecuted(
+    toRun: readonly RunRequest[],
+    executions: readonly Execution[],
+    loaded: LoadedEmitter,
+    fresh: readonly number[],
+    results: RunResult[],
+  ): Promise<RunResult[]> {
     const commands: RecordRun[] = toRun.map((request, i) => this.recordCommand(request, executions[i]));
     const recorded = await this.emitters.recordBatch(commands, {
       loaded,

@@ -27,7 +27,7 @@ async function until(check: () => boolean, what: string, timeoutMs = 2000): Prom
 
 /** A dispatcher whose handler records every call and waits for the test to settle it. */
 class Harness {
-  readonly calls: { key: string; offsets: number[]; done: ReturnType<typeof deferred> }[] = [];
+  readonly calls: { key: string; offsets: number[]; done: ReturnType<typeof deferred>; more: () => BusRecord[] }[] = [];
   readonly commits: bigint[] = [];
   readonly logged: BusLogEntry[] = [];
   capacityCalls = 0;
@@ -42,9 +42,9 @@ class Harness {
       keyed: {
         ...keyedDefaults,
         ...keyed,
-        handler: (records) => {
+        handler: (records, more) => {
           const done = deferred();
-          this.calls.push({ key: records[0].key, offsets: records.map((r) => Number(r.offset)), done });
+          this.calls.push({ key: records[0].key, offsets: records.map((r) => Number(r.offset)), done, more });
           return done.promise;
         },
       },
@@ -66,7 +66,7 @@ class Harness {
     return this.calls.filter((call) => call.key === key).map((call) => call.offsets);
   }
 
-  running(key: string): { offsets: number[]; done: ReturnType<typeof deferred> } {
+  running(key: string): { offsets: number[]; done: ReturnType<typeof deferred>; more: () => BusRecord[] } {
     const open = this.calls.filter((call) => call.key === key);
     return open[open.length - 1];
   }
@@ -201,6 +201,31 @@ describe("keyed dispatcher", () => {
     h.running("a").done.resolve();
     h.running("b").done.resolve();
     await until(() => h.commits.at(-1) === 4n, "commit of all");
+  });
+
+  it("more() hands a running call the records of its key that arrived since; they are done, or retried, with that call", async () => {
+    const h = new Harness({ maxBatch: 2 });
+    h.dispatcher.offer([record(0, "a"), record(1, "b")]);
+    await until(() => h.calls.length === 2, "a and b");
+    h.dispatcher.offer([record(2, "a"), record(3, "a"), record(4, "a"), record(5, "b")]);
+    const offsets = (records: BusRecord[]) => records.map((r) => Number(r.offset));
+    // At most maxBatch per pull, in offset order, only of the call's own key.
+    expect(offsets(h.running("a").more())).to.deep.equal([2, 3]);
+    expect(offsets(h.running("a").more())).to.deep.equal([4]);
+    expect(h.running("a").more()).to.deep.equal([]);
+    // The call fails: its retry hands over everything it had taken.
+    h.running("a").done.reject(new Error("down"));
+    await until(() => h.callsOf("a").length === 2, "a's retry");
+    expect(h.callsOf("a")).to.deep.equal([[0], [0, 2, 3, 4]]);
+    h.running("a").done.resolve();
+    // b's 1 still runs, so nothing of a can be committed past it yet.
+    await pause(20);
+    expect(Number(h.commits.at(-1) ?? 0n)).to.be.below(2);
+    h.running("b").done.resolve();
+    await until(() => h.callsOf("b").length === 2, "b's next call");
+    expect(h.callsOf("b")).to.deep.equal([[1], [5]]);
+    h.running("b").done.resolve();
+    await until(() => h.commits.at(-1) === 6n, "commit of all");
   });
 
   it("stop() starts nothing new, waits for running calls, commits what completed and gives up a retry wait", async () => {

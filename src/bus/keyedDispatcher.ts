@@ -23,6 +23,8 @@ export interface KeyedDispatcherOptions {
   readonly busyKeys?: ReadonlyMap<string, Promise<unknown>>;
   /** How long completions are gathered into one commit. Default 0 (the next timer turn). */
   readonly commitDelayMs?: number;
+  /** The partition's log end offset as the adapter last knew it (undefined: not known yet), for the lag. */
+  readonly logEnd?: () => bigint | undefined;
 }
 
 interface Entry {
@@ -49,6 +51,11 @@ export interface PartitionBacklog {
   readonly partition: number;
   readonly records: number;
   readonly bytes: number;
+  /**
+   * The group's lag on the partition: records between its committed offset and the end of the
+   * log, fetched or not (undefined until the adapter knows the end).
+   */
+  readonly lag: number | undefined;
 }
 
 /** The dispatchers of this process that read partitions now (both adapters), for metrics. */
@@ -111,7 +118,10 @@ export class KeyedDispatcher {
 
   get backlog(): PartitionBacklog {
     const { groupId, topic, partition } = this.options;
-    return { groupId, topic, partition, records: this.pending, bytes: this.pendingBytesCount };
+    const end = this.options.logEnd?.();
+    const from = this.committed ?? this.committable;
+    const lag = end === undefined || from === undefined ? undefined : Number(end > from ? end - from : 0n);
+    return { groupId, topic, partition, records: this.pending, bytes: this.pendingBytesCount, lag };
   }
 
   /** True while reading should pause (the bounds were reached); onCapacity ends it. */

@@ -26,13 +26,14 @@ export interface NodeGauges {
   sseClients(): number;
   /** Invocations admitted by this node and not yet recorded, with their bytes. */
   admitted(): { readonly count: number; readonly bytes: number; readonly sources: number; readonly owners: number };
-  /** Each bus partition this node consumes, with the records read and not yet committed past. */
+  /** Each bus partition this node consumes, with the records read and not yet committed past, and the group's lag. */
   partitions(): readonly {
     readonly groupId: string;
     readonly topic: string;
     readonly partition: number;
     readonly records: number;
     readonly bytes: number;
+    readonly lag: number | undefined;
   }[];
   /** The admission bounds, to read the backlog against. */
   readonly limits: {
@@ -184,6 +185,18 @@ export class Metrics {
       collect() {
         this.reset();
         for (const p of gauges.partitions()) this.set({ group: p.groupId, topic: p.topic, partition: String(p.partition) }, p.bytes);
+      },
+    });
+    new Gauge({
+      name: "headwater_bus_partition_lag_records",
+      help: "Consumer lag of a bus partition this node consumes: records between the group's committed offset and the end of the partition, fetched or not",
+      labelNames: ["group", "topic", "partition"],
+      registers,
+      collect() {
+        this.reset();
+        for (const p of gauges.partitions()) {
+          if (p.lag !== undefined) this.set({ group: p.groupId, topic: p.topic, partition: String(p.partition) }, p.lag);
+        }
       },
     });
     new Gauge({

@@ -142,7 +142,7 @@ describe("operations: health, readiness, metrics, request ids and logs (real ser
     );
   });
 
-  it("/metrics reports each bus partition's backlog: the records a slow run holds up, and none once they ran", async () => {
+  it("/metrics reports each bus partition's backlog and lag: the records a slow run holds up, and none once they ran", async () => {
     const admin = server.client();
     const slowCode = `export default {
       name: "Slow first", version: "0.0.1",
@@ -156,14 +156,14 @@ describe("operations: health, readiness, metrics, request ids and logs (real ser
     expect(deployed.status, JSON.stringify(deployed.body)).to.equal(200);
     const source = deployed.body.data;
     const partition = String(partitionForKey(source.id, INVOCATION_PARTITIONS));
-    const backlog = async () => {
+    const backlog = async (metric = "headwater_bus_partition_backlog_records") => {
       const text = await (await fetch(`${server.url}/metrics`)).text();
       // The topic's name carries the bus namespace in the scaled mode: match it by its end.
       const line = text
         .split("\n")
         .find(
           (l) =>
-            l.startsWith("headwater_bus_partition_backlog_records{") &&
+            l.startsWith(`${metric}{`) &&
             l.includes('group="headwater.runners"') &&
             /topic="[^"]*headwater\.invocations"/.test(l) &&
             l.includes(`partition="${partition}"`),
@@ -180,7 +180,18 @@ describe("operations: health, readiness, metrics, request ids and logs (real ser
       2_500,
       "the partition's backlog to show the 3 waiting invocations",
     );
+    // The lag counts from the group's committed offset to the partition's end: the same 3.
+    await eventually(
+      async () => (((await backlog("headwater_bus_partition_lag_records")) ?? 0) >= 3 ? true : undefined),
+      2_500,
+      "the partition's lag to show the 3 uncommitted invocations",
+    );
     await eventually(async () => ((await backlog()) === 0 ? true : undefined), 15_000, "the partition's backlog to drain");
+    await eventually(
+      async () => ((await backlog("headwater_bus_partition_lag_records")) === 0 ? true : undefined),
+      15_000,
+      "the partition's lag to be 0 once committed",
+    );
   });
 
   it("/metrics: loopback without a token; with HEADWATER_METRICS_TOKEN only the token or an operator key", async () => {

@@ -5,6 +5,7 @@ import { expect } from "chai";
 import { randomUUID } from "node:crypto";
 import { UnknownTopicError, type Bus, type BusConsumer, type BusLog, type BusLogEntry, type BusRecord } from "../../src/bus/bus.js";
 import { partitionForKey } from "../../src/bus/partition.js";
+import { partitionBacklogs } from "../../src/bus/keyedDispatcher.js";
 import { openReplyChannel, replyHeaders, ReplyTimeoutError, serveRequests } from "../../src/bus/reply.js";
 
 export interface BusFixture {
@@ -204,6 +205,42 @@ export function describeBusContract(name: string, setup: () => Promise<BusFixtur
       }
       expect(mostAtOnce, "handlers running at once").to.be.greaterThan(1);
       expect(mostAtOnce).to.be.at.most(4);
+    });
+
+    it("reports a keyed group's lag on each partition it reads: records not yet committed past, 0 once done", async () => {
+      const bus = await open();
+      const work = topic("lag");
+      const groupId = group("lag");
+      await bus.ensureTopics([{ name: work, partitions: 1 }]);
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const received = new Received();
+      await consume(bus, {
+        groupId,
+        topics: [work],
+        keyed: {
+          handler: async (records) => {
+            await held;
+            records.forEach((r) => received.add(r));
+          },
+        },
+      });
+      await bus.publish(
+        work,
+        ["a", "b", "c", "d"].map((value) => ({ key: "k", value })),
+      );
+      const lag = () => partitionBacklogs().find((p) => p.groupId.endsWith(groupId) && p.topic.endsWith(work))?.lag;
+      const until = async (check: () => boolean, what: string) => {
+        const deadline = Date.now() + 20_000;
+        while (!check()) {
+          if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (lag ${lag()})`);
+          await pause(20);
+        }
+      };
+      await until(() => lag() === 4, "a lag of the 4 held records");
+      release();
+      await received.count(4);
+      await until(() => lag() === 0, "a lag of 0 once committed");
     });
 
     it("resolves many concurrent publishes, to several topics, and delivers them in per-key call order", async () => {

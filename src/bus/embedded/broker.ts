@@ -63,6 +63,7 @@ export class Member {
         await broker.log.commit(this.group.id, topic, partition, Number(nextOffset));
       },
       onCapacity: wake,
+      logEnd: () => (broker.closed ? undefined : BigInt(broker.log.endOffset(topic, partition))),
     });
     if (this.abandoned.fired) dispatcher.abandon();
     this.dispatchers.add(dispatcher);

@@ -176,6 +176,11 @@ export class MessageLog {
     return this.writes.commit({ op: "commit", groupId, topic, partition, nextOffset, updated: this.now() });
   }
 
+  /** The partition's next offset: where the next publish lands. */
+  endOffset(topic: string, partition: number): number {
+    return this.statements.nextOffset.get(topic, partition)?.next_offset ?? 0;
+  }
+
   /** Messages still stored for a partition (what retention has not deleted yet). */
   retained(topic: string, partition: number): number {
     return (

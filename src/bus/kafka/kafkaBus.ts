@@ -143,7 +143,9 @@ class KafkaBus implements Bus {
     await this.assertTopics(options.topics);
     const startAt =
       options.fromBeginning === false ? await this.endsOfUncommitted(options.groupId, options.topics) : new Map<string, string>();
-    const consumer = new KafkaConsumer(this.kafka, this.options, options, mode.keyed, startAt, this.log);
+    const consumer = new KafkaConsumer(this.kafka, this.options, options, mode.keyed, startAt, this.log, async (topic) =>
+      (await this.admin.connected()).fetchTopicOffsets(topic),
+    );
     this.consumers.add(consumer);
     try {
       await consumer.start();
@@ -343,6 +345,9 @@ class Lazy<T extends { connect(): Promise<void> }> {
   }
 }
 
+/** How often a keyed consumer asks for its partitions' ends (the lag of a paused partition). */
+const END_REFRESH_MS = 5000;
+
 class KafkaConsumer {
   /** The current kafkajs consumer; replaced when kafkajs gives one up. */
   private consumer: kafkajs.Consumer;
@@ -370,9 +375,32 @@ class KafkaConsumer {
     /** Offsets to start from on the first join, by partitionKey (see endsOfUncommitted). */
     private readonly startAt: ReadonlyMap<string, string>,
     private readonly log: BusLog,
+    /** The end (high watermark) of each partition of a topic, asked of the cluster. */
+    private readonly topicEnds: (topic: string) => Promise<{ partition: number; high: string }[]>,
   ) {
     this.heartbeatIntervalMs = bus.heartbeatIntervalMs ?? 1000;
     this.consumer = this.newConsumer();
+    if (keyed) {
+      // A paused partition is not fetched, so its end is asked for now and then too (for the lag).
+      this.endsTimer = setInterval(() => void this.refreshEnds(), END_REFRESH_MS);
+      this.endsTimer.unref();
+    }
+  }
+
+  /** Keyed mode: each partition's log end as last seen (a fetch's high watermark, or asked for), by partitionKey. */
+  private readonly ends = new Map<string, bigint>();
+  private readonly endsTimer: NodeJS.Timeout | undefined;
+
+  private async refreshEnds(): Promise<void> {
+    // partitionKey is "<partition>:<topic>".
+    const topics = new Set([...this.dispatchers.keys()].map((key) => key.slice(key.indexOf(":") + 1)));
+    for (const topic of topics) {
+      try {
+        for (const { partition, high } of await this.topicEnds(topic)) this.ends.set(partitionKey(topic, partition), BigInt(high));
+      } catch {
+        // Only the lag metric is late; the next fetch or refresh sets it.
+      }
+    }
   }
 
   async start(): Promise<void> {
@@ -409,6 +437,7 @@ class KafkaConsumer {
 
   /** Graceful: finish running handlers and their commits, then leave the group. */
   async stop(): Promise<void> {
+    clearInterval(this.endsTimer);
     this.stopped.fire();
     await Promise.all([...this.inFlight, ...[...this.dispatchers.values()].map((dispatcher) => dispatcher.stop())]);
     await this.consumer.disconnect();
@@ -416,6 +445,7 @@ class KafkaConsumer {
 
   /** Leave now; running handlers stay uncommitted and are redelivered to the group. */
   async abandon(): Promise<void> {
+    clearInterval(this.endsTimer);
     this.stopped.fire();
     this.abandoned.fire();
     for (const dispatcher of this.dispatchers.values()) dispatcher.abandon();
@@ -546,6 +576,7 @@ class KafkaConsumer {
       commit: async (nextOffset) => {
         await this.consumer.commitOffsets([{ topic, partition, offset: nextOffset.toString() }]);
       },
+      logEnd: () => this.ends.get(key),
       onCapacity: () => {
         try {
           this.consumer.resume([{ topic, partitions: [partition] }]);
@@ -573,6 +604,7 @@ class KafkaConsumer {
       return;
     }
     const dispatcher = this.dispatcherFor(batch.topic, batch.partition);
+    this.ends.set(partitionKey(batch.topic, batch.partition), BigInt(batch.highWatermark));
     dispatcher.offer(
       batch.messages.map((message) => toRecord(batch.topic, batch.partition, message)),
       BigInt(batch.lastOffset()) + 1n,

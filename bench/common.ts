@@ -63,3 +63,12 @@ export async function inParallel<T>(items: readonly T[], width: number, work: (i
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Server settings every bench sets: rate limits out of the way (they would be what is measured), quiet logs. */
+export const benchServerEnv: Readonly<Record<string, string>> = {
+  HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000000",
+  HEADWATER_ENDPOINT_BURST: "1000000",
+  HEADWATER_API_RATE_PER_SECOND: "1000000",
+  HEADWATER_API_BURST: "1000000",
+  HEADWATER_LOG_LEVEL: "warn",
+};

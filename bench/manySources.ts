@@ -11,7 +11,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { TestServer } from "../test/harness/server.js";
-import { inParallel, machineLine, request, sleep } from "./common.js";
+import { benchServerEnv, inParallel, machineLine, request, sleep } from "./common.js";
 
 const sourceCount = Number(process.env.BENCH_SOURCES ?? 10_000);
 const userCount = Number(process.env.BENCH_USERS ?? 100);
@@ -67,11 +67,7 @@ async function main(): Promise<void> {
   const server = new TestServer({
     mode: "embedded",
     env: {
-      HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000000",
-      HEADWATER_ENDPOINT_BURST: "1000000",
-      HEADWATER_API_RATE_PER_SECOND: "1000000",
-      HEADWATER_API_BURST: "1000000",
-      HEADWATER_LOG_LEVEL: "warn",
+      ...benchServerEnv,
       ...(warmIsolates !== undefined ? { HEADWATER_WARM_ISOLATES: warmIsolates } : {}),
     },
   });

@@ -19,6 +19,7 @@ import { TestServer, type TestMode } from "../test/harness/server.js";
 import { stopSharedKafka } from "../test/harness/kafka.js";
 import { dropTestSchemas } from "../test/harness/postgres.js";
 import { autocannonPath, type LoadOutcome } from "./loadgen.js";
+import { benchServerEnv } from "./common.js";
 
 const mode: TestMode = process.env.BENCH_MODE === "scaled" ? "scaled" : "embedded";
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -173,13 +174,7 @@ async function until(probe: () => boolean, timeoutMs: number): Promise<boolean> 
   return true;
 }
 
-const serverEnv = {
-  HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000000",
-  HEADWATER_ENDPOINT_BURST: "1000000",
-  HEADWATER_API_RATE_PER_SECOND: "1000000",
-  HEADWATER_API_BURST: "1000000",
-  HEADWATER_LOG_LEVEL: "warn",
-};
+const serverEnv = benchServerEnv;
 
 /**
  * The queued request path without back-pressure: a node of its own with the backlog bounds

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { TestServer, cliEntry } from "../test/harness/server.js";
-import { benchAgent, inParallel, machineLine, request, sleep } from "./common.js";
+import { benchAgent, benchServerEnv, inParallel, machineLine, request, sleep } from "./common.js";
 
 const targetSources = Number(process.env.BENCH_SOURCES ?? 100_000);
 const deployBudgetMs = Number(process.env.BENCH_DEPLOY_SECONDS ?? 240) * 1000;
@@ -101,11 +101,7 @@ async function main(): Promise<void> {
   const server = new TestServer({
     mode: "embedded",
     env: {
-      HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000000",
-      HEADWATER_ENDPOINT_BURST: "1000000",
-      HEADWATER_API_RATE_PER_SECOND: "1000000",
-      HEADWATER_API_BURST: "1000000",
-      HEADWATER_LOG_LEVEL: "warn",
+      ...benchServerEnv,
     },
   });
   await server.start(60_000);

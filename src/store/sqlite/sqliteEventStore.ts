@@ -112,7 +112,10 @@ class SqliteEventStore implements EventStore {
     this.writer = new WriterThread<StoreWrite>(new URL("./writerThread.js", import.meta.url), { file }, decodeError);
     this.groupCommit = new GroupCommit(
       (group) => this.commitGroup(group),
-      () => this.signal.notify(),
+      () => {
+        this.ownCommitSeen();
+        this.signal.notify();
+      },
     );
   }
 
@@ -217,6 +220,16 @@ class SqliteEventStore implements EventStore {
     if (!Number.isSafeInteger(beforeRevision)) throw new RangeError(`invalid revision ${beforeRevision}`);
     if (beforeRevision <= 0) return;
     await this.writer.request({ op: "truncate", stream, beforeRevision });
+  }
+
+  /**
+   * The writer thread's connection is "another connection" to data_version: an append group's
+   * commit is taken as seen, so the poll wakes subscriptions only for other processes' commits
+   * (one of theirs made before this point is read by the wake-up that follows right after). Not
+   * after a truncation: no wake-up follows it.
+   */
+  private ownCommitSeen(): void {
+    if (this.foreignCommitPoll !== undefined && !this.closed) this.dataVersion = this.db.pragma("data_version", { simple: true }) as number;
   }
 
   async close(): Promise<void> {

@@ -1,8 +1,12 @@
 // Helpers several benches share: the machine line every result records, a keep-alive JSON
-// request, and a bounded-parallel loop.
+// request, a bounded-parallel loop, the server settings, the emit-the-body component and the
+// plain Koa peer.
+import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import { cpus, loadavg } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** CPU count and model, node version, time and load average: what a recorded result ran on. */
 export function machineLine(): string {
@@ -72,3 +76,30 @@ export const benchServerEnv: Readonly<Record<string, string>> = {
   HEADWATER_API_BURST: "1000000",
   HEADWATER_LOG_LEVEL: "warn",
 };
+
+/** A source that emits its request body; with `customResponse` it answers 200 from its run (after the event is stored). */
+export const emitBodyComponent = (bench: string, customResponse: boolean): string => `
+export default {
+  key: "bench-${bench}-${customResponse ? "custom" : "queued"}",
+  name: "Bench ${bench} ${customResponse ? "custom" : "queued"}",
+  version: "0.0.1",
+  props: { http: { type: "$.interface.http", customResponse: ${customResponse} } },
+  async run(event) {
+    this.$emit(event.body, { summary: "bench" });
+    ${customResponse ? "this.http.respond({ status: 200, headers: { 'content-type': 'application/json' }, body: '{\"success\":true}' });" : ""}
+  },
+};`;
+
+/** The plain Koa app (bench/plainKoa.ts, parse the body and answer) in a process of its own. */
+export async function startPlainKoa(): Promise<{ url: string; child: ChildProcess }> {
+  const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), "plainKoa.js");
+  const child = spawn(process.execPath, [entry], { stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      const match = /listening (\d+)/.exec(chunk.toString());
+      if (match) resolve(match[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`plain Koa exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/e/plain`, child };
+}

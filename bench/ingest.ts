@@ -3,15 +3,13 @@
 // of warm-up), BENCH_CONCURRENCY=c requests in flight (default 32), BENCH_LATENCY_EVENTS=n
 // (default 200). Each run starts a fresh server process (embedded default) and a bare Koa process.
 import http from "node:http";
-import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { fileURLToPath } from "node:url";
-import path from "node:path";
 import { EventSource } from "eventsource";
 import { TestServer, type TestMode } from "../test/harness/server.js";
 import { stopSharedKafka } from "../test/harness/kafka.js";
 import { dropTestSchemas } from "../test/harness/postgres.js";
+import { emitBodyComponent, startPlainKoa } from "./common.js";
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 /** embedded (SQLite log, embedded bus) or scaled (PostgreSQL log, Kafka bus from the test harness). */
@@ -22,17 +20,7 @@ const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const latencyEvents = Number(process.env.BENCH_LATENCY_EVENTS ?? 200);
 
 /** Emits the request body; `customResponse` decides when the endpoint answers. */
-const component = (customResponse: boolean) => `
-export default {
-  key: "bench-ingest-${customResponse ? "custom" : "queued"}",
-  name: "Bench ingest ${customResponse ? "custom" : "queued"}",
-  version: "0.0.1",
-  props: { http: { type: "$.interface.http", customResponse: ${customResponse} } },
-  async run(event) {
-    this.$emit(event.body, { summary: "bench" });
-    ${customResponse ? "this.http.respond({ status: 200, headers: { 'content-type': 'application/json' }, body: '{\"success\":true}' });" : ""}
-  },
-};`;
+const component = (customResponse: boolean) => emitBodyComponent("ingest", customResponse);
 
 /** ~200 bytes of JSON, like a small webhook. */
 const body = (seq: number) =>
@@ -165,19 +153,6 @@ async function emitToSse(endpoint: string, watcher: ReturnType<typeof watch>, se
   agent.destroy();
   latencies.sort((a, b) => a - b);
   return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-}
-
-async function startPlainKoa(): Promise<{ url: string; child: ChildProcess }> {
-  const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), "plainKoa.js");
-  const child = spawn(process.execPath, [entry], { stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise<string>((resolve, reject) => {
-    child.stdout.on("data", (chunk: Buffer) => {
-      const match = /listening (\d+)/.exec(chunk.toString());
-      if (match) resolve(match[1]);
-    });
-    child.once("exit", (code) => reject(new Error(`plain Koa exited with ${code}`)));
-  });
-  return { url: `http://127.0.0.1:${port}/e/plain`, child };
 }
 
 type Drained = LoadResult & { drainSeconds: number; runsPerSecond: number };

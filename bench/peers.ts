@@ -19,7 +19,7 @@ import { TestServer, type TestMode } from "../test/harness/server.js";
 import { stopSharedKafka } from "../test/harness/kafka.js";
 import { dropTestSchemas } from "../test/harness/postgres.js";
 import { autocannonPath, type LoadOutcome } from "./loadgen.js";
-import { benchServerEnv } from "./common.js";
+import { benchServerEnv, emitBodyComponent, startPlainKoa } from "./common.js";
 
 const mode: TestMode = process.env.BENCH_MODE === "scaled" ? "scaled" : "embedded";
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -79,18 +79,6 @@ async function untilAnswers(url: string, timeoutMs: number): Promise<void> {
     if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 200));
   }
-}
-
-async function startKoa(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [path.join(benchDir, "plainKoa.js")], { stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise<string>((resolve, reject) => {
-    child.stdout.on("data", (chunk: Buffer) => {
-      const match = /listening (\d+)/.exec(chunk.toString());
-      if (match) resolve(match[1]);
-    });
-    child.once("exit", (code) => reject(new Error(`plain Koa exited with ${code}`)));
-  });
-  return { url: `http://127.0.0.1:${port}/e/plain`, child };
 }
 
 /** Node-RED with the editor and admin API off, one flow: POST /e/plain → function → http response. */
@@ -205,17 +193,7 @@ async function rawQueued(): Promise<LoadOutcome> {
   }
 }
 
-const component = (customResponse: boolean) => `
-export default {
-  key: "bench-peers-${customResponse ? "custom" : "queued"}",
-  name: "Bench peers ${customResponse ? "custom" : "queued"}",
-  version: "0.0.1",
-  props: { http: { type: "$.interface.http", customResponse: ${customResponse} } },
-  async run(event) {
-    this.$emit(event.body, { summary: "bench" });
-    ${customResponse ? "this.http.respond({ status: 200, headers: { 'content-type': 'application/json' }, body: '{\"success\":true}' });" : ""}
-  },
-};`;
+const component = (customResponse: boolean) => emitBodyComponent("peers", customResponse);
 
 interface Drained extends LoadOutcome {
   /** Runs completed (events seen) per second from the load's start to the last event. */
@@ -247,7 +225,7 @@ async function main(): Promise<void> {
     `mode: ${mode}; ${rounds} rounds, ${connections} connections, ${seconds} s per load, ${Buffer.byteLength(body)}-byte JSON body`,
   );
 
-  const koa = await startKoa();
+  const koa = await startPlainKoa();
   const nodeRed = await startNodeRed();
   const server = new TestServer({ mode, env: serverEnv });
   await server.start(120_000);

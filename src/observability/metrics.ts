@@ -4,6 +4,7 @@
 // nodes); gauges are read at scrape time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { RecordedEvent } from "../store/eventStore.js";
+import type { PartitionBacklog } from "../bus/keyedDispatcher.js";
 import type { RunLogged } from "../../commands/runLogs/runLog.js";
 import type { DeliveryAttempted, DeliveryDropped } from "../../commands/deliveries/delivery.js";
 
@@ -27,14 +28,7 @@ export interface NodeGauges {
   /** Invocations admitted by this node and not yet recorded, with their bytes. */
   admitted(): { readonly count: number; readonly bytes: number; readonly sources: number; readonly owners: number };
   /** Each bus partition this node consumes, with the records read and not yet committed past, and the group's lag. */
-  partitions(): readonly {
-    readonly groupId: string;
-    readonly topic: string;
-    readonly partition: number;
-    readonly records: number;
-    readonly bytes: number;
-    readonly lag: number | undefined;
-  }[];
+  partitions(): readonly PartitionBacklog[];
   /** The admission bounds, to read the backlog against. */
   readonly limits: {
     readonly sourceBacklog: number;
@@ -167,38 +161,36 @@ export class Metrics {
         this.set({ of: "owners" }, admitted.owners);
       },
     });
-    new Gauge({
-      name: "headwater_bus_partition_backlog_records",
-      help: "Records of a bus partition this node consumes, read and not yet committed past (waiting or running)",
-      labelNames: ["group", "topic", "partition"],
-      registers,
-      collect() {
-        this.reset();
-        for (const p of gauges.partitions()) this.set({ group: p.groupId, topic: p.topic, partition: String(p.partition) }, p.records);
-      },
-    });
-    new Gauge({
-      name: "headwater_bus_partition_backlog_bytes",
-      help: "Bytes of the records counted by headwater_bus_partition_backlog_records",
-      labelNames: ["group", "topic", "partition"],
-      registers,
-      collect() {
-        this.reset();
-        for (const p of gauges.partitions()) this.set({ group: p.groupId, topic: p.topic, partition: String(p.partition) }, p.bytes);
-      },
-    });
-    new Gauge({
-      name: "headwater_bus_partition_lag_records",
-      help: "Consumer lag of a bus partition this node consumes: records between the group's committed offset and the end of the partition, fetched or not",
-      labelNames: ["group", "topic", "partition"],
-      registers,
-      collect() {
-        this.reset();
-        for (const p of gauges.partitions()) {
-          if (p.lag !== undefined) this.set({ group: p.groupId, topic: p.topic, partition: String(p.partition) }, p.lag);
-        }
-      },
-    });
+    /** A gauge per bus partition this node consumes, of one figure of its backlog (none when unknown). */
+    const partitionGauge = (name: string, help: string, figure: (p: PartitionBacklog) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["group", "topic", "partition"],
+        registers,
+        collect() {
+          this.reset();
+          for (const p of gauges.partitions()) {
+            const value = figure(p);
+            if (value !== undefined) this.set({ group: p.groupId, topic: p.topic, partition: String(p.partition) }, value);
+          }
+        },
+      });
+    partitionGauge(
+      "headwater_bus_partition_backlog_records",
+      "Records of a bus partition this node consumes, read and not yet committed past (waiting or running)",
+      (p) => p.records,
+    );
+    partitionGauge(
+      "headwater_bus_partition_backlog_bytes",
+      "Bytes of the records counted by headwater_bus_partition_backlog_records",
+      (p) => p.bytes,
+    );
+    partitionGauge(
+      "headwater_bus_partition_lag_records",
+      "Consumer lag of a bus partition this node consumes: records between the group's committed offset and the end of the partition, fetched or not",
+      (p) => p.lag,
+    );
     new Gauge({
       name: "headwater_backlog_limit",
       help: "Admission bounds: past them a source or user gets 429 backlog_full, the node 503 overloaded",

@@ -103,3 +103,20 @@ export async function startPlainKoa(): Promise<{ url: string; child: ChildProces
   });
   return { url: `http://127.0.0.1:${port}/e/plain`, child };
 }
+
+/** POSTs a JSON payload on a keep-alive agent and resolves with the status (the body is drained). */
+export function postStatus(agent: http.Agent, url: URL | string, payload: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
+      (response) => {
+        response.resume();
+        response.on("end", () => resolve(response.statusCode ?? 0));
+        response.on("error", reject);
+      },
+    );
+    request.on("error", reject);
+    request.end(payload);
+  });
+}

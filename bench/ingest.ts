@@ -9,7 +9,7 @@ import { EventSource } from "eventsource";
 import { TestServer, type TestMode } from "../test/harness/server.js";
 import { stopSharedKafka } from "../test/harness/kafka.js";
 import { dropTestSchemas } from "../test/harness/postgres.js";
-import { emitBodyComponent, startPlainKoa } from "./common.js";
+import { emitBodyComponent, startPlainKoa, postStatus } from "./common.js";
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 /** embedded (SQLite log, embedded bus) or scaled (PostgreSQL log, Kafka bus from the test harness). */
@@ -47,26 +47,6 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
-function post(agent: http.Agent, url: URL, payload: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      {
-        method: "POST",
-        agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
-      },
-      (response) => {
-        response.resume();
-        response.on("end", () => resolve(response.statusCode ?? 0));
-        response.on("error", reject);
-      },
-    );
-    request.on("error", reject);
-    request.end(payload);
-  });
-}
-
 /**
  * `concurrency` keep-alive connections, each sending its next request when the last one is
  * answered; connection i posts to targets[i % targets.length].
@@ -86,7 +66,7 @@ async function load(targets: readonly string[], seq: { next: number }): Promise<
         const sent = performance.now();
         let status: number;
         try {
-          status = await post(agent, url, body(seq.next++));
+          status = await postStatus(agent, url, body(seq.next++));
         } catch {
           status = 0;
         }
@@ -145,7 +125,7 @@ async function emitToSse(endpoint: string, watcher: ReturnType<typeof watch>, se
   for (let i = 0; i < latencyEvents; i++) {
     const n = seq.next++;
     const sent = performance.now();
-    const status = await post(agent, url, body(n));
+    const status = await postStatus(agent, url, body(n));
     if (status !== 200) throw new Error(`POST answered ${status}`);
     await until(`event ${n} on SSE`, () => watcher.arrivals.has(n), 30_000);
     latencies.push(watcher.arrivals.get(n)! - sent);

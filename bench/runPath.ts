@@ -31,6 +31,7 @@ import { Projector } from "../src/projector/projector.js";
 import { allProjections } from "../projections/index.js";
 import { openEmbeddedBus } from "../src/bus/embedded/embeddedBus.js";
 import { TestServer } from "../test/harness/server.js";
+import { postStatus } from "./common.js";
 
 const rounds = Number(process.env.BENCH_RUNS ?? 3);
 const BATCH = Number(process.env.BENCH_BATCH ?? 64);
@@ -196,22 +197,6 @@ async function appendAndProjectionStage(batch: number): Promise<Pick<StageTimes,
   }
 }
 
-function post(agent: http.Agent, url: URL, payload: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
-      (response) => {
-        response.resume();
-        response.on("end", () => resolve(response.statusCode ?? 0));
-        response.on("error", reject);
-      },
-    );
-    request.on("error", reject);
-    request.end(payload);
-  });
-}
-
 interface EndToEnd {
   queuedRps: number;
   queuedP50: number;
@@ -260,7 +245,7 @@ async function endToEnd(batch: number): Promise<EndToEnd> {
         while (next < E2E_REQUESTS) {
           const seq = next++;
           const sent = now();
-          if ((await post(agent, queued.endpoint, JSON.stringify(eventBody(seq)))) === 200) accepted++;
+          if ((await postStatus(agent, queued.endpoint, JSON.stringify(eventBody(seq)))) === 200) accepted++;
           latencies.push(now() - sent);
         }
       }),
@@ -278,7 +263,7 @@ async function endToEnd(batch: number): Promise<EndToEnd> {
       Array.from({ length: CONNECTIONS }, async () => {
         while (now() < end) {
           const sent = now();
-          if ((await post(agent, custom.endpoint, JSON.stringify(eventBody(seq++)))) === 200) customLatencies.push(now() - sent);
+          if ((await postStatus(agent, custom.endpoint, JSON.stringify(eventBody(seq++)))) === 200) customLatencies.push(now() - sent);
         }
       }),
     );

@@ -166,9 +166,9 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
 
   let publicUrl = config.publicUrl ?? "";
   const endpointUrl = (endpointId: string) => `${config.endpointUrl ?? publicUrl}/e/${endpointId}`;
-  const accountsView = new AccountsReadModel(db);
+  const accountsView = new AccountsReadModel(db, projector);
   const usage = new UsageReadModel(db);
-  const sources = new SourcesReadModel(db);
+  const sources = new SourcesReadModel(db, projector);
   const componentsView = new ComponentsReadModel(db);
   const events = new EmittedEventsReadModel(db);
   const runLogs = new RunLogsReadModel(db);

@@ -2,6 +2,8 @@ import type { Database } from "better-sqlite3";
 import type { Plan } from "../../commands/users/user.js";
 import { countOf, keysetPage, mapPage, type Page, type PageRequest } from "./page.js";
 import { statement } from "./statements.js";
+import { ReadModelMemo, type AppliedEvents } from "./memo.js";
+import { usersProjection } from "../../projections/users.js";
 
 export interface User {
   readonly id: string;
@@ -77,7 +79,15 @@ const toApiKey = (r: ApiKeyRow): ApiKey => ({
 
 /** Queries over the accounts read models (users, orgs, api_keys projections). */
 export class AccountsReadModel {
-  constructor(private readonly db: Database) {}
+  readonly #users: ReadModelMemo<User> | undefined;
+
+  /** With `changes` (the node's projector), `user(id)` is memoized until a user changes. */
+  constructor(
+    private readonly db: Database,
+    changes?: AppliedEvents,
+  ) {
+    if (changes) this.#users = new ReadModelMemo(changes, usersProjection.handles);
+  }
 
   /** The holder of an unrevoked key, by the key's hash (every authenticated request: one indexed lookup). */
   userByKeyHash(hash: string): { userId: string; keyId: string; operator: boolean } | undefined {
@@ -93,9 +103,13 @@ export class AccountsReadModel {
     return statement(this.db, "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL").get(keyId) !== undefined;
   }
 
+  /** Frozen when memoized. */
   user(id: string): User | undefined {
-    const row = statement<[string], UserRow>(this.db, "SELECT * FROM users WHERE id = ?").get(id);
-    return row && toUser(row);
+    const load = () => {
+      const row = statement<[string], UserRow>(this.db, "SELECT * FROM users WHERE id = ?").get(id);
+      return row && toUser(row);
+    };
+    return this.#users ? this.#users.get(id, load) : load();
   }
 
   /** Every user, oldest first (operator CLI). */

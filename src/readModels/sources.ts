@@ -2,6 +2,8 @@ import type { Database } from "better-sqlite3";
 import type { SourceRow } from "../../projections/sources.js";
 import { countOf, keysetPage, mapPage, type Page, type PageRequest } from "./page.js";
 import { statement } from "./statements.js";
+import { ReadModelMemo, type AppliedEvents } from "./memo.js";
+import { sourcesProjection } from "../../projections/sources.js";
 
 /** A deployed source as the application sees it. */
 export interface Source {
@@ -39,16 +41,36 @@ const toSource = (row: SourceRow): Source => ({
 
 /** Queries over the sources read model (projections/sources.ts). */
 export class SourcesReadModel {
-  constructor(private readonly db: Database) {}
+  readonly #byId: ReadModelMemo<Source> | undefined;
+  readonly #byEndpoint: ReadModelMemo<Source> | undefined;
 
-  source(id: string): Source | undefined {
-    const row = statement<[string], SourceRow>(this.db, "SELECT * FROM sources WHERE id = ?").get(id);
-    return row && toSource(row);
+  /** With `changes` (the node's projector), lookups by id and endpoint are memoized until a source changes. */
+  constructor(
+    private readonly db: Database,
+    changes?: AppliedEvents,
+  ) {
+    if (changes) {
+      this.#byId = new ReadModelMemo(changes, sourcesProjection.handles);
+      this.#byEndpoint = new ReadModelMemo(changes, sourcesProjection.handles);
+    }
   }
 
+  /** Frozen when memoized. */
+  source(id: string): Source | undefined {
+    const load = () => {
+      const row = statement<[string], SourceRow>(this.db, "SELECT * FROM sources WHERE id = ?").get(id);
+      return row && toSource(row);
+    };
+    return this.#byId ? this.#byId.get(id, load) : load();
+  }
+
+  /** Frozen when memoized. */
   byEndpoint(endpointId: string): Source | undefined {
-    const row = statement<[string], SourceRow>(this.db, "SELECT * FROM sources WHERE endpoint_id = ?").get(endpointId);
-    return row && toSource(row);
+    const load = () => {
+      const row = statement<[string], SourceRow>(this.db, "SELECT * FROM sources WHERE endpoint_id = ?").get(endpointId);
+      return row && toSource(row);
+    };
+    return this.#byEndpoint ? this.#byEndpoint.get(endpointId, load) : load();
   }
 
   sourcesOf(ownerId: string, page: PageRequest): Page<Source> {

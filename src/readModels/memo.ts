@@ -1,0 +1,47 @@
+import type { RecordedEvent } from "../store/eventStore.js";
+import { deepFreeze } from "../json/freeze.js";
+
+/** What a memo listens to: the node's projector (only its `onApplied`). */
+export interface AppliedEvents {
+  onApplied(listener: (events: readonly RecordedEvent[]) => void): () => void;
+}
+
+/**
+ * Lookups of one read model memoized on the node that projects it: the hot paths (a source by its
+ * endpoint on every request, a source by id on every run and routed event, a user's plan on every
+ * admission) would otherwise each run a query and parse its row.
+ *
+ * Every entry is dropped as soon as the projector applies an event the read model's projection
+ * handles, in the same synchronous step that commits it: a lookup never returns a row the read
+ * model no longer has. Misses are not kept (unknown endpoints cannot fill the memo). Values are
+ * deep-frozen, since every caller shares them.
+ */
+export class ReadModelMemo<V extends object> {
+  readonly #entries = new Map<string, V>();
+
+  constructor(
+    changes: AppliedEvents,
+    /** The projection's `handles`: the events that may change the rows. */
+    private readonly handles: ReadonlySet<string>,
+    private readonly max = 10_000,
+  ) {
+    changes.onApplied((events) => {
+      if (this.#entries.size > 0 && events.some((event) => this.handles.has(event.type))) this.#entries.clear();
+    });
+  }
+
+  get(key: string, load: () => V | undefined): V | undefined {
+    const hit = this.#entries.get(key);
+    if (hit !== undefined) return hit;
+    const value = load();
+    if (value === undefined) return undefined;
+    // The oldest entry makes room: the memo stays bounded however many keys are asked for.
+    if (this.#entries.size >= this.max) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#entries.set(key, deepFreeze(value));
+    return value;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+}

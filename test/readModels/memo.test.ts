@@ -1,0 +1,124 @@
+import { expect } from "chai";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { openEventStore } from "../../src/store/open.js";
+import type { EventStore } from "../../src/store/eventStore.js";
+import { openReadModels } from "../../src/readModels/database.js";
+import { Projector } from "../../src/projector/projector.js";
+import { allProjections } from "../../projections/index.js";
+import { SourcesReadModel } from "../../src/readModels/sources.js";
+import { AccountsReadModel } from "../../src/readModels/accounts.js";
+
+// The memoized lookups of the hot paths, over a real SQLite log and read-model file and the real
+// projector: a lookup after a change must see the change, whatever the memo held.
+describe("read model memo", () => {
+  let dir: string;
+  let store: EventStore;
+  let db: ReturnType<typeof openReadModels>;
+  let projector: Projector;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), "hw-memo-"));
+    store = await openEventStore(path.join(dir, "events.db"));
+    db = openReadModels(path.join(dir, "readmodels.db"));
+    projector = new Projector(store, db, allProjections);
+    projector.start();
+  });
+
+  afterEach(async () => {
+    await projector.stop();
+    db.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const deployed = (id: string, name: string, props: Record<string, unknown>) => ({
+    type: "SourceDeployed",
+    data: {
+      id,
+      ownerId: "u_1",
+      creatorId: "u_1",
+      componentId: "sc_1",
+      name,
+      nameSlug: name,
+      endpointId: `en${id}`,
+      configuredProps: props,
+      active: true,
+      at: 1,
+    },
+  });
+
+  async function append(stream: string, events: { type: string; data: unknown }[]): Promise<void> {
+    const result = await store.append(stream, events);
+    await projector.waitFor(result.position);
+  }
+
+  it("serves a source by id and endpoint until it changes, then the changed row; a deleted source is gone", async () => {
+    const sources = new SourcesReadModel(db, projector);
+    await append("source-dc_1", [deployed("dc_1", "first", { limit: 1 })]);
+    const first = sources.source("dc_1")!;
+    expect(first.name).to.equal("first");
+    expect(sources.source("dc_1")).to.equal(first, "the second lookup is the memoized row");
+    expect(sources.byEndpoint("endc_1")).to.deep.equal(first);
+    expect(Object.isFrozen(first.configuredProps), "callers share the row").to.equal(true);
+    // Modules are strict: writing to a frozen row throws.
+    expect(() => {
+      first.configuredProps.limit = 2;
+    }).to.throw(TypeError);
+
+    await append("source-dc_1", [
+      {
+        type: "SourceUpdated",
+        data: { id: "dc_1", componentId: "sc_1", name: "second", nameSlug: "second", configuredProps: { limit: 3 }, active: false, at: 2 },
+      },
+    ]);
+    expect(sources.source("dc_1")!.name).to.equal("second");
+    expect(sources.source("dc_1")!.configuredProps).to.deep.equal({ limit: 3 });
+    expect(sources.byEndpoint("endc_1")!.active).to.equal(false);
+
+    await append("source-dc_1", [{ type: "SourceDeleted", data: { id: "dc_1", ownerId: "u_1", nameSlug: "second", at: 3 } }]);
+    expect(sources.source("dc_1")).to.equal(undefined);
+    expect(sources.byEndpoint("endc_1")).to.equal(undefined);
+  });
+
+  it("does not keep misses: a source deployed after a lookup found nothing is found", async () => {
+    const sources = new SourcesReadModel(db, projector);
+    expect(sources.byEndpoint("endc_2")).to.equal(undefined);
+    await append("source-dc_2", [deployed("dc_2", "later", {})]);
+    expect(sources.byEndpoint("endc_2")?.id).to.equal("dc_2");
+  });
+
+  it("keeps a user until the plan changes", async () => {
+    const accounts = new AccountsReadModel(db, projector);
+    await append("user-u_1", [
+      { type: "UserCreated", data: { id: "u_1", username: "ann", email: "ann@example.com", plan: "free", operator: false, at: 1 } },
+    ]);
+    expect(accounts.user("u_1")!.plan).to.equal("free");
+    await append("user-u_1", [{ type: "UserPlanChanged", data: { id: "u_1", plan: "paid", at: 2 } }]);
+    expect(accounts.user("u_1")!.plan).to.equal("paid");
+  });
+
+  it("events of other read models leave the memo as it was", async () => {
+    const sources = new SourcesReadModel(db, projector);
+    await append("source-dc_3", [deployed("dc_3", "kept", {})]);
+    const row = sources.source("dc_3");
+    await append("emitter-dc_3", [
+      {
+        type: "EventEmitted",
+        data: {
+          emitterId: "dc_3",
+          id: "1-0",
+          channel: "",
+          event: {},
+          summary: null,
+          emitId: "1-0",
+          ts: null,
+          indexedAtMs: 1,
+          invocationId: "inv_1",
+        },
+      },
+    ]);
+    expect(sources.source("dc_3")).to.equal(row);
+  });
+});

@@ -81,6 +81,88 @@ describe("sqlite event store", function () {
     console.log(`      cross-process delivery lag, ms: ${lags.join(", ")}`);
   });
 
+  /** Collects a subscription's events from `fromPosition` until `until` says it has them all. */
+  function collect(from: EventStore, fromPosition: number) {
+    const delivered: RecordedEvent[] = [];
+    const waiters: { count: number; resolve: () => void }[] = [];
+    const subscription = from.subscribeToAll({
+      fromPosition,
+      onEvents: (events) => {
+        delivered.push(...events);
+        for (const waiter of waiters.filter((w) => delivered.length >= w.count)) waiter.resolve();
+      },
+    });
+    const until = (count: number, timeoutMs = 5000) =>
+      new Promise<void>((resolve, reject) => {
+        if (delivered.length >= count) return resolve();
+        const timer = setTimeout(() => reject(new Error(`only ${delivered.length} of ${count} events delivered`)), timeoutMs);
+        waiters.push({ count, resolve: () => (clearTimeout(timer), resolve()) });
+      });
+    return { delivered, subscription, until };
+  }
+
+  // Live tails read the store's own recent commits from memory: these pin down that they read
+  // exactly what the file holds, whoever appended it and whatever was truncated since.
+  it("a live tail gets own and another connection's commits in log order, each once, as the file has them", async function () {
+    store = openSqliteEventStore({ file });
+    const other = openSqliteEventStore({ file });
+    try {
+      const tail = collect(store, 0);
+      await store.append("own", [{ type: "A", data: { n: 1 } }]);
+      await other.append("theirs", [
+        { type: "B", data: { n: 2 } },
+        { type: "B", data: { n: 3 } },
+      ]);
+      await store.append("own", [
+        { type: "A", data: { n: 4, nested: { list: [1, 2] } } },
+        { type: "A", data: { n: 5 } },
+      ]);
+      await other.append("theirs", [{ type: "B", data: { n: 6 } }]);
+      await store.append("own", [{ type: "A", data: { n: 7 } }], { expectedRevision: 2 });
+      await tail.until(7);
+      await tail.subscription.stop();
+      expect(tail.delivered).to.deep.equal(await store.readAll());
+      expect(tail.delivered.map((e) => (e.data as { n: number }).n)).to.deep.equal([1, 2, 3, 4, 5, 6, 7]);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("another connection's commit right after an own one reaches a caught-up tail with no further own commit", async function () {
+    store = openSqliteEventStore({ file });
+    const other = openSqliteEventStore({ file });
+    try {
+      const tail = collect(store, 0);
+      await store.append("own", [{ type: "A", data: {} }]);
+      await tail.until(1);
+      await other.append("theirs", [{ type: "B", data: {} }]);
+      await tail.until(2);
+      await tail.subscription.stop();
+      expect(tail.delivered.map((e) => e.stream)).to.deep.equal(["own", "theirs"]);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("a tail starting after a truncation does not get the truncated events", async function () {
+    store = openSqliteEventStore({ file });
+    const live = collect(store, 0);
+    await store.append("kept", [{ type: "K", data: {} }]);
+    await store.append(
+      "trimmed",
+      Array.from({ length: 5 }, (_, n) => ({ type: "T", data: { n } })),
+    );
+    await store.append("kept", [{ type: "K", data: {} }]);
+    await live.until(7);
+    await store.truncateBefore("trimmed", 3);
+    const late = collect(store, 0);
+    await late.until(4);
+    await late.subscription.stop();
+    await live.subscription.stop();
+    expect(late.delivered).to.deep.equal(await store.readAll());
+    expect(late.delivered.filter((e) => e.stream === "trimmed").map((e) => e.revision)).to.deep.equal([3, 4]);
+  });
+
   it("storage stays bounded under a steady append + truncate load", async function () {
     this.timeout(60000);
     store = openSqliteEventStore({ file });

@@ -21,12 +21,15 @@ export interface EncodedAppend {
   readonly expectedRevision: ExpectedRevision;
 }
 
-/** Each append of a group succeeds or fails on its own; errors are encoded to cross threads. */
-export type EncodedOutcome = { readonly result: AppendResult } | { readonly error: EncodedError };
+/**
+ * Each append of a group succeeds or fails on its own; errors are encoded to cross threads.
+ * `created` is there when the append wrote its events (not a replay of an earlier append).
+ */
+export type EncodedOutcome = { readonly result: AppendResult; readonly created?: number } | { readonly error: EncodedError };
 
 export class SqliteAppender {
   private readonly statements;
-  private readonly appendInSavepoint: (append: EncodedAppend, created: number) => AppendResult;
+  private readonly appendInSavepoint: (append: EncodedAppend, created: number) => { result: AppendResult; written: boolean };
   private readonly group: (group: readonly EncodedAppend[]) => EncodedOutcome[];
 
   constructor(
@@ -68,18 +71,19 @@ export class SqliteAppender {
       // then run in autocommit mode and be committed behind the group's back.
       if (!this.db.inTransaction) throw new Error("the group's transaction was rolled back by SQLite");
       try {
-        return { result: this.appendInSavepoint(append, created) };
+        const { result, written } = this.appendInSavepoint(append, created);
+        return written ? { result, created } : { result };
       } catch (error) {
         return { error: this.encodeError(error) };
       }
     });
   }
 
-  private appendChecked(append: EncodedAppend, created: number): AppendResult {
+  private appendChecked(append: EncodedAppend, created: number): { result: AppendResult; written: boolean } {
     const { stream, events, expectedRevision } = append;
     const { eventById, streamRevision, insertEvent, upsertStream } = this.statements;
     const replay = findReplay(stream, events, (id) => eventById.get(id) as StoredEventId | undefined);
-    if (replay !== undefined) return replay;
+    if (replay !== undefined) return { result: replay, written: false };
     const actual = (streamRevision.get(stream) as { revision: number } | undefined)?.revision;
     assertExpectedRevision(stream, expectedRevision, actual);
     let revision = actual ?? -1;
@@ -90,7 +94,7 @@ export class SqliteAppender {
       position = Number(inserted.lastInsertRowid);
     }
     upsertStream.run(stream, revision);
-    return { nextExpectedRevision: revision, position };
+    return { result: { nextExpectedRevision: revision, position }, written: events.length > 0 };
   }
 
   /**

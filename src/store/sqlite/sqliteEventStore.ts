@@ -1,4 +1,5 @@
 import Database from "better-sqlite3";
+import { deepFreeze } from "../../json/freeze.js";
 import type { Database as Connection, Statement } from "better-sqlite3";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
@@ -22,6 +23,7 @@ import { decodeError } from "./errorCodec.js";
 import { WriterThread } from "../../sqliteWriter/thread.js";
 import type { StoreWrite } from "./writerThread.js";
 import { prepareDatabase } from "./schema.js";
+import { RecentEvents } from "./recentEvents.js";
 
 export interface SqliteEventStoreOptions {
   /** Path of the database file; created with its directory when missing. */
@@ -98,6 +100,8 @@ class SqliteEventStore implements EventStore {
   /** Commits run on a thread of their own: the event loop only waits for "durable". */
   private readonly writer: WriterThread<StoreWrite>;
   private readonly subscriptions = new Set<AllSubscription>();
+  /** What this store committed last, for the live tails of its subscriptions. */
+  private readonly recent = new RecentEvents();
   private foreignCommitPoll: NodeJS.Timeout | undefined;
   private dataVersion = 0;
   private closed = false;
@@ -139,10 +143,35 @@ class SqliteEventStore implements EventStore {
     if (encoded.length > 0) {
       const committed = (await this.writer.request({ op: "commit", group: encoded })) as EncodedOutcome[];
       committed.forEach((outcome, k) => {
-        outcomes[slots[k]] = "result" in outcome ? outcome : { error: decodeError(outcome.error) };
+        if (!("result" in outcome)) {
+          outcomes[slots[k]] = { error: decodeError(outcome.error) };
+          return;
+        }
+        outcomes[slots[k]] = { result: outcome.result };
+        if (outcome.created !== undefined && this.subscriptions.size > 0) this.keepRecent(encoded[k], outcome.result, outcome.created);
       });
     }
     return outcomes;
+  }
+
+  /** The events of a written append as a read of the file would give them, for the subscriptions' tails. */
+  private keepRecent(append: EncodedAppend, result: AppendResult, created: number): void {
+    const count = append.events.length;
+    append.events.forEach((event, index) => {
+      this.recent.add(
+        deepFreeze({
+          id: event.id,
+          type: event.type,
+          data: JSON.parse(event.data) as unknown,
+          metadata: JSON.parse(event.metadata) as Record<string, unknown>,
+          stream: append.stream,
+          revision: result.nextExpectedRevision - count + 1 + index,
+          position: result.position - count + 1 + index,
+          created,
+        }),
+        event.data.length + event.metadata.length,
+      );
+    });
   }
 
   async readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
@@ -156,18 +185,30 @@ class SqliteEventStore implements EventStore {
 
   async readAll(options?: ReadAllOptions): Promise<RecordedEvent[]> {
     this.assertOpen();
-    return this.readAllNow(options?.fromPosition ?? 0, limitOf(options?.maxCount));
+    return this.readFile(options?.fromPosition ?? 0, limitOf(options?.maxCount));
   }
 
-  private readAllNow(fromPosition: number, limit: number): RecordedEvent[] {
+  private readFile(fromPosition: number, limit: number): RecordedEvent[] {
     return (this.statements.readAll.all(fromPosition, limit) as EventRow[]).map(toRecordedEvent);
+  }
+
+  /** A subscription's read: its live tail shares the recent events (frozen) with the other subscriptions. */
+  private readTail(fromPosition: number, limit: number): RecordedEvent[] {
+    // The window answers only when nothing was committed after it (by another process, or by this
+    // one a moment ago): otherwise a short read would pass as "caught up".
+    const recent = this.recent.last === this.headNow() ? this.recent.read(fromPosition, limit) : undefined;
+    return recent ?? this.readFile(fromPosition, limit);
+  }
+
+  private headNow(): number {
+    return (this.statements.headPosition.get() as { seq: number } | undefined)?.seq ?? 0;
   }
 
   subscribeToAll(options: SubscribeToAllOptions): AllSubscription {
     this.assertOpen();
     const subscription = runAllSubscription(
       options,
-      (fromPosition, maxCount) => this.readAllNow(fromPosition, maxCount),
+      (fromPosition, maxCount) => this.readTail(fromPosition, maxCount),
       this.signal,
       (stopped) => {
         this.subscriptions.delete(stopped);
@@ -205,8 +246,7 @@ class SqliteEventStore implements EventStore {
   async headPosition(): Promise<number> {
     this.assertOpen();
     // sqlite_sequence, not max(position): truncating the newest events must not move the head back.
-    const row = this.statements.headPosition.get() as { seq: number } | undefined;
-    return row?.seq ?? 0;
+    return this.headNow();
   }
 
   async streamRevision(stream: string): Promise<number | undefined> {
@@ -219,6 +259,7 @@ class SqliteEventStore implements EventStore {
     // A negative bound ("keep the last N" of a short stream) deletes nothing.
     if (!Number.isSafeInteger(beforeRevision)) throw new RangeError(`invalid revision ${beforeRevision}`);
     if (beforeRevision <= 0) return;
+    this.recent.truncated(stream, beforeRevision);
     await this.writer.request({ op: "truncate", stream, beforeRevision });
   }
 

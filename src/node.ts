@@ -211,8 +211,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     clock,
   );
   closers.push(() => admission.close());
-  const subscriptionsView = new SubscriptionsReadModel(db);
-  const webhooksView = new WebhooksReadModel(db);
+  const subscriptionsView = new SubscriptionsReadModel(db, projector);
+  const webhooksView = new WebhooksReadModel(db, projector);
   const deliveriesView = new DeliveriesReadModel(db);
   const webhooks = new Webhooks(store, sealer, clock);
   const workflowsView = new WorkflowsReadModel(db);

@@ -198,12 +198,10 @@ export class Router {
     const emitter = this.deps.emitterOf(emitterId);
     if (!emitter) return [];
     const now = this.deps.clock.now();
-    const subscribed: { id: string; listenerId: string }[] = this.deps.subscriptions.matching(
-      emitterId,
-      emitter.ownerId,
-      emitter.glob,
-      channel,
-    );
+    // A copy: the read model's answer is shared (memoized).
+    const subscribed: { id: string; listenerId: string }[] = [
+      ...this.deps.subscriptions.matching(emitterId, emitter.ownerId, emitter.glob, channel),
+    ];
     // A workflow's errors go to its owner's global error workflow too (the seed's default), as if subscribed.
     const errorWorkflow = channel === ERRORS_CHANNEL && emitter.glob === "p_*" ? this.deps.errorWorkflowOf?.(emitter.ownerId) : undefined;
     if (errorWorkflow && !subscribed.some((s) => s.listenerId === errorWorkflow)) {

@@ -2,6 +2,8 @@ import type { Database } from "better-sqlite3";
 import type { AutoSubscriptionRow, SubscriptionRow } from "../../projections/subscriptions.js";
 import { countOf, keysetPage, mapPage, type Page, type PageRequest } from "./page.js";
 import { statement } from "./statements.js";
+import { ReadModelMemo, type AppliedEvents } from "./memo.js";
+import { subscriptionsProjection } from "../../projections/subscriptions.js";
 
 export interface Subscription {
   readonly id: string;
@@ -46,7 +48,15 @@ const toAuto = (r: AutoSubscriptionRow): AutoSubscription => ({
 
 /** Queries over the subscriptions read model (projections/subscriptions.ts). */
 export class SubscriptionsReadModel {
-  constructor(private readonly db: Database) {}
+  readonly #matching: ReadModelMemo<Subscription[]> | undefined;
+
+  /** With `changes` (the node's projector), `matching` (every routed event) is memoized until a subscription changes. */
+  constructor(
+    private readonly db: Database,
+    changes?: AppliedEvents,
+  ) {
+    if (changes) this.#matching = new ReadModelMemo(changes, subscriptionsProjection.handles);
+  }
 
   subscription(id: string): Subscription | undefined {
     const row = statement<[string], SubscriptionRow>(this.db, "SELECT * FROM subscriptions WHERE id = ?").get(id);
@@ -72,14 +82,16 @@ export class SubscriptionsReadModel {
    * The subscriptions an event of `emitterId` (of `ownerId`) on `channel` goes to: naming the
    * emitter, or its kind's glob in the owner's subscriptions.
    */
-  matching(emitterId: string, ownerId: string, glob: "dc_*" | "p_*", channel: string): Subscription[] {
-    return statement<[string, string, string, string, string], SubscriptionRow>(
-      this.db,
-      `SELECT * FROM subscriptions WHERE emitter_id = ? AND event_name = ?
-       UNION ALL SELECT * FROM subscriptions WHERE emitter_id = ? AND owner_id = ? AND event_name = ?`,
-    )
-      .all(emitterId, channel, glob, ownerId, channel)
-      .map(toSubscription);
+  matching(emitterId: string, ownerId: string, glob: "dc_*" | "p_*", channel: string): readonly Subscription[] {
+    const load = () =>
+      statement<[string, string, string, string, string], SubscriptionRow>(
+        this.db,
+        `SELECT * FROM subscriptions WHERE emitter_id = ? AND event_name = ?
+         UNION ALL SELECT * FROM subscriptions WHERE emitter_id = ? AND owner_id = ? AND event_name = ?`,
+      )
+        .all(emitterId, channel, glob, ownerId, channel)
+        .map(toSubscription);
+    return this.#matching ? this.#matching.get(`${emitterId}\u0000${ownerId}\u0000${glob}\u0000${channel}`, load)! : load();
   }
 
   /** Whether any subscription takes events of the emitter (on some channel), by its id or its kind's glob. */

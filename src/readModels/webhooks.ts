@@ -3,6 +3,8 @@ import type { WebhookRow } from "../../projections/webhooks.js";
 import type { SealedSecret } from "../../commands/webhooks/webhook.js";
 import { countOf, keysetPage, mapPage, type Page, type PageRequest } from "./page.js";
 import { statement } from "./statements.js";
+import { ReadModelMemo, type AppliedEvents } from "./memo.js";
+import { webhooksProjection } from "../../projections/webhooks.js";
 
 export interface Webhook {
   readonly id: string;
@@ -43,11 +45,23 @@ const toWebhook = (r: WebhookRow): Webhook => ({
 
 /** Queries over the webhooks read model (projections/webhooks.ts). */
 export class WebhooksReadModel {
-  constructor(private readonly db: Database) {}
+  readonly #byId: ReadModelMemo<Webhook> | undefined;
 
+  /** With `changes` (the node's projector), `webhook(id)` (every delivery) is memoized until a webhook changes. */
+  constructor(
+    private readonly db: Database,
+    changes?: AppliedEvents,
+  ) {
+    if (changes) this.#byId = new ReadModelMemo(changes, webhooksProjection.handles);
+  }
+
+  /** Frozen when memoized. */
   webhook(id: string): Webhook | undefined {
-    const row = statement<[string], WebhookRow>(this.db, "SELECT * FROM webhooks WHERE id = ?").get(id);
-    return row && toWebhook(row);
+    const load = () => {
+      const row = statement<[string], WebhookRow>(this.db, "SELECT * FROM webhooks WHERE id = ?").get(id);
+      return row && toWebhook(row);
+    };
+    return this.#byId ? this.#byId.get(id, load) : load();
   }
 
   webhooksOf(ownerId: string, page: PageRequest): Page<Webhook> {

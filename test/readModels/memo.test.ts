@@ -9,6 +9,7 @@ import { Projector } from "../../src/projector/projector.js";
 import { allProjections } from "../../projections/index.js";
 import { SourcesReadModel } from "../../src/readModels/sources.js";
 import { AccountsReadModel } from "../../src/readModels/accounts.js";
+import { SubscriptionsReadModel } from "../../src/readModels/subscriptions.js";
 
 // The memoized lookups of the hot paths, over a real SQLite log and read-model file and the real
 // projector: a lookup after a change must see the change, whatever the memo held.
@@ -97,6 +98,21 @@ describe("read model memo", () => {
     expect(accounts.user("u_1")!.plan).to.equal("free");
     await append("user-u_1", [{ type: "UserPlanChanged", data: { id: "u_1", plan: "paid", at: 2 } }]);
     expect(accounts.user("u_1")!.plan).to.equal("paid");
+  });
+
+  it("the subscriptions an event goes to: none, then the one created, then none once it is deleted", async () => {
+    const subscriptions = new SubscriptionsReadModel(db, projector);
+    expect(subscriptions.matching("dc_4", "u_1", "dc_*", "")).to.deep.equal([]);
+    await append("subscription-sub_1", [
+      {
+        type: "SubscriptionCreated",
+        data: { id: "sub_1", ownerId: "u_1", emitterId: "dc_4", listenerId: "wh_1", eventName: "", by: "u_1", at: 1 },
+      },
+    ]);
+    expect(subscriptions.matching("dc_4", "u_1", "dc_*", "").map((s) => s.listenerId)).to.deep.equal(["wh_1"]);
+    expect(subscriptions.matching("dc_4", "u_1", "dc_*", "other")).to.deep.equal([]);
+    await append("subscription-sub_1", [{ type: "SubscriptionDeleted", data: { id: "sub_1", ownerId: "u_1", at: 2 } }]);
+    expect(subscriptions.matching("dc_4", "u_1", "dc_*", "")).to.deep.equal([]);
   });
 
   it("events of other read models leave the memo as it was", async () => {

@@ -66,6 +66,41 @@ describe("embedded bus file", function () {
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
+  // Consumers read what this log just published from memory: these pin down that they read
+  // exactly what the file holds, whoever published it.
+  it("a reader right behind its own publishes also gets another connection's, in offset order, as the file has them", async () => {
+    const file = path.join(dir, "shared.db");
+    const ours = new MessageLog(file);
+    const theirs = new MessageLog(file);
+    try {
+      ours.ensureTopics([{ name: "t", partitions: 1 }]);
+      theirs.ensureTopics([{ name: "t", partitions: 1 }]);
+      await ours.append("t", [
+        { key: "k", value: "one", headers: { h: "1" } },
+        { key: "k", value: "two" },
+      ]);
+      expect(ours.read("t", 0, 0, 10).map((r) => r.value.toString())).to.deep.equal(["one", "two"]);
+      await theirs.append("t", [{ key: "k", value: "three" }]);
+      expect(
+        ours.read("t", 0, 2, 10).map((r) => r.value.toString()),
+        "a caught-up reader sees the other's publish",
+      ).to.deep.equal(["three"]);
+      await ours.append("t", [{ key: "k", value: "four" }]);
+      const read = ours.read("t", 0, 0, 10);
+      expect(read.map((r) => [r.offset, r.value.toString()])).to.deep.equal([
+        ["0", "one"],
+        ["1", "two"],
+        ["2", "three"],
+        ["3", "four"],
+      ]);
+      expect(read).to.deep.equal(theirs.read("t", 0, 0, 10));
+      expect(ours.read("t", 0, 1, 2).map((r) => r.offset)).to.deep.equal(["1", "2"]);
+    } finally {
+      await ours.close();
+      await theirs.close();
+    }
+  });
+
   it("keeps what a process published before it was killed with SIGKILL", async () => {
     await runUntilThenKill([file, "publish", "emits", "e1", "e2", "e3"], /published\n/);
     const bus = await openEmbeddedBus({ file });

@@ -7,6 +7,7 @@ import { partitionForKey } from "../partition.js";
 import { toBuffer, UnknownTopicError, type BusRecord, type OutgoingMessage, type TopicSpec } from "../bus.js";
 import { WriteBatch } from "./writeBatch.js";
 import type { Appended } from "./logWriter.js";
+import { RecentRecords } from "./recentRecords.js";
 
 interface MessageRow {
   topic: string;
@@ -29,6 +30,8 @@ export class MessageLog {
   private readonly statements;
   /** Publishes and offset commits, written in groups on the writer thread (one fsync per group). */
   private readonly writes: WriteBatch;
+  /** What this log published last, for consumers reading right behind it. */
+  private readonly recent = new RecentRecords();
 
   constructor(
     file: string,
@@ -127,22 +130,43 @@ export class MessageLog {
   }
 
   /** Appends in order; resolves once durable, with each message's partition and offset. */
-  append(topic: string, messages: readonly OutgoingMessage[]): Promise<Appended[]> {
+  async append(topic: string, messages: readonly OutgoingMessage[]): Promise<Appended[]> {
     const partitions = this.partitions(topic);
-    return this.writes.append({
-      op: "append",
-      topic,
-      timestamp: this.now(),
-      messages: messages.map((message) => ({
-        partition: partitionForKey(message.key, partitions),
-        key: message.key,
-        value: toBuffer(message.value),
-        headers: JSON.stringify(message.headers ?? {}),
-      })),
+    const timestamp = this.now();
+    const encoded = messages.map((message) => ({
+      partition: partitionForKey(message.key, partitions),
+      key: message.key,
+      value: toBuffer(message.value),
+      headers: JSON.stringify(message.headers ?? {}),
+    }));
+    const appended = await this.writes.append({ op: "append", topic, timestamp, messages: encoded });
+    appended.forEach(({ partition, offset }, index) => {
+      const { key, value, headers } = encoded[index];
+      this.recent.add({
+        topic,
+        partition,
+        offset: String(offset),
+        key,
+        value,
+        headers: JSON.parse(headers) as Record<string, string>,
+        timestamp,
+      });
     });
+    return appended;
   }
 
   read(topic: string, partition: number, fromOffset: number, limit: number): BusRecord[] {
+    // From memory only while nothing was published after the tail (by another process, or by this
+    // one a moment ago): otherwise a short read would pass for "caught up".
+    const end = this.recent.end(topic, partition);
+    if (end !== undefined && end === this.endOffset(topic, partition)) {
+      const recent = this.recent.read(topic, partition, fromOffset, limit);
+      if (recent) return recent;
+    }
+    return this.readFile(topic, partition, fromOffset, limit);
+  }
+
+  private readFile(topic: string, partition: number, fromOffset: number, limit: number): BusRecord[] {
     return this.statements.read.all(topic, partition, fromOffset, limit).map((row) => ({
       topic: row.topic,
       partition: row.partition,

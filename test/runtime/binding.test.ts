@@ -2,6 +2,10 @@
 // http.respond, $emit, console capture, hooks, actions, warm contexts and tenancy.
 import { expect } from "chai";
 import type { HttpResponse, LogLine, Runtime } from "../../src/runtime/index.js";
+import { DEFAULT_LIMITS } from "../../src/runtime/index.js";
+import { InvocationRecord, IsolateSlot, takeReusableSlot } from "../../src/runtime/sandbox/isolateSlot.js";
+import { readRunResult } from "../../src/runtime/sandbox/isolateResults.js";
+import { preludeSource } from "../../src/runtime/sandbox/preludeBundle.js";
 import { invocation, prepareCode, prepareFixture, startRuntime } from "./support.js";
 
 describe("runtime: instance binding", function () {
@@ -368,6 +372,120 @@ describe("runtime: instance binding", function () {
       expect((await at("dc_2")).warm).to.equal(false);
     } finally {
       await small.close();
+    }
+  });
+
+  it("a cold source in a full runner gets a fresh context, never another source's globals or module state", async () => {
+    // One warm isolate: each source's run below is a cold start taking over the other's isolate.
+    const one = await startRuntime({ workers: 1, maxWarmIsolates: 1 });
+    try {
+      const prepared = await prepareCode(
+        one,
+        `let calls = 0; export default { name: "r", version: "1", async run(event) {
+           calls++; const before = globalThis.mark ?? null; const inherited = ({}).polluted ?? null;
+           globalThis.mark = event.who; Object.prototype.polluted = event.who;
+           this.$emit({ calls, before, inherited }); } };`,
+      );
+      for (const who of ["a", "b", "a", "b"]) {
+        const outcome = await one.invoke(invocation(prepared, { ownerId: "u_same", sourceId: `dc_${who}`, event: { who } }));
+        expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+        expect(outcome.warm).to.equal(false);
+        expect(outcome.emits[0]?.event).to.deep.equal({ calls: 1, before: null, inherited: null });
+      }
+    } finally {
+      await one.close();
+    }
+  });
+
+  it("takeOver: the same isolate, a fresh context; the slot taken over is finished", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      `let calls = 0; export default { name: "t", version: "1", async run() { calls++; this.$emit({ calls, mark: globalThis.mark ?? null }); globalThis.mark = "left behind"; } };`,
+    );
+    const env = { limits: DEFAULT_LIMITS, allowPrivateNetworks: false, prelude: await preludeSource() };
+    const payload = JSON.stringify({ method: "run", props: {}, event: {}, limits: DEFAULT_LIMITS });
+    const run = async (slot: IsolateSlot) => {
+      const rec = new InvocationRecord(
+        1,
+        Date.now() + 5000,
+        "{}",
+        DEFAULT_LIMITS.maxDbBytes,
+        () => {},
+        () => {},
+      );
+      slot.current = rec;
+      try {
+        const result = readRunResult(await slot.invoke(payload, "{}"), DEFAULT_LIMITS);
+        expect(result.ok, JSON.stringify(result.error)).to.equal(true);
+        return JSON.parse(rec.emits[0].event) as unknown;
+      } finally {
+        slot.endInvocation();
+      }
+    };
+    const first = new IsolateSlot("u_1\u0000dc_1", prepared.bundleHash, 64, env);
+    const init = async (slot: IsolateSlot) => {
+      slot.current = new InvocationRecord(
+        0,
+        Date.now() + 5000,
+        "{}",
+        DEFAULT_LIMITS.maxDbBytes,
+        () => {},
+        () => {},
+      );
+      expect((await slot.init(prepared.bundle)).ok).to.equal(true);
+      slot.endInvocation();
+    };
+    await init(first);
+    expect(await run(first)).to.deep.equal({ calls: 1, mark: null });
+    expect(await run(first)).to.deep.equal({ calls: 2, mark: "left behind" });
+    const second = first.takeOver("u_1\u0000dc_2");
+    try {
+      expect(second.isolate).to.equal(first.isolate);
+      expect(first.disposed).to.equal(true);
+      expect(() => first.takeOver("u_1\u0000dc_3")).to.throw(/idle, healthy/);
+      await init(second);
+      expect(await run(second)).to.deep.equal({ calls: 1, mark: null });
+    } finally {
+      second.dispose();
+    }
+    expect(first.isolate.isDisposed).to.equal(true);
+  });
+
+  it("takes over only an idle isolate of the same owner, component version and memory, and only when the runner is full", () => {
+    const env = { limits: DEFAULT_LIMITS, allowPrivateNetworks: false, prelude: "" };
+    const made: IsolateSlot[] = [];
+    const slot = (key: string, bundleKey = "b1", memoryMb = 64) => {
+      const s = new IsolateSlot(key, bundleKey, memoryMb, env);
+      made.push(s);
+      return [key, s] as const;
+    };
+    try {
+      const want = { ownerId: "u_1", bundleKey: "b1", memoryMb: 64 };
+      const busy = slot("u_1\u0000dc_busy");
+      busy[1].current = new InvocationRecord(
+        0,
+        Date.now() + 5000,
+        "{}",
+        1000,
+        () => {},
+        () => {},
+      );
+      const slots = new Map([
+        slot("u_2\u0000dc_other_owner"),
+        busy,
+        slot("u_1\u0000dc_other_bundle", "b2"),
+        slot("u_1\u0000dc_other_memory", "b1", 128),
+        slot("u_1\u0000dc_idle_old"),
+        slot("u_1\u0000dc_idle_new"),
+      ]);
+      expect(takeReusableSlot(slots, 6, 7, want), "the runner is not full").to.equal(undefined);
+      expect(takeReusableSlot(slots, 6, 6, want)?.key).to.equal("u_1\u0000dc_idle_old");
+      expect(slots.has("u_1\u0000dc_idle_old")).to.equal(false);
+      expect(takeReusableSlot(slots, 5 + 1, 6, want)?.key, "cold starts under way count").to.equal("u_1\u0000dc_idle_new");
+      expect(takeReusableSlot(slots, 4, 4, want), "nothing else qualifies").to.equal(undefined);
+      expect(takeReusableSlot(slots, 4, 4, { ...want, ownerId: "u_2" })?.key).to.equal("u_2\u0000dc_other_owner");
+    } finally {
+      for (const s of made) s.dispose();
     }
   });
 

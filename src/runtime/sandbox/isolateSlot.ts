@@ -92,15 +92,38 @@ export class IsolateSlot {
     readonly bundleKey: string,
     readonly memoryMb: number,
     private readonly env: SlotEnv,
+    /** An isolate taken over from a finished slot (takeOver); a new one otherwise. */
+    isolate?: ivm.Isolate,
   ) {
-    this.isolate = new ivm.Isolate({
-      memoryLimit: memoryMb,
-      onCatastrophicError: (message) => {
-        // V8 lost control of the isolate: the process cannot be trusted any more.
-        process.stderr.write(`headwater runner: catastrophic isolate error: ${message}\n`);
-        process.abort();
-      },
-    });
+    this.isolate =
+      isolate ??
+      new ivm.Isolate({
+        memoryLimit: memoryMb,
+        onCatastrophicError: (message) => {
+          // V8 lost control of the isolate: the process cannot be trusted any more.
+          process.stderr.write(`headwater runner: catastrophic isolate error: ${message}\n`);
+          process.abort();
+        },
+      });
+  }
+
+  /**
+   * A slot for `key` (another source of the same owner and component version) in this idle slot's
+   * isolate: a fresh context, so nothing of this source's globals, module state or bridge is
+   * reachable from it, without the cost of creating an isolate and disposing this one (about a
+   * fifth of a cold start). This slot is finished: its context and references are released.
+   */
+  takeOver(key: string): IsolateSlot {
+    if (this.current || this.disposed) throw new Error("only an idle, healthy slot can be taken over");
+    const next = new IsolateSlot(key, this.bundleKey, this.memoryMb, this.env, this.isolate);
+    this.disposed = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    for (const ref of [this.invokeRef, this.dispatchRef, this.loadRef]) ref?.release();
+    this.invokeRef = this.dispatchRef = this.loadRef = undefined;
+    this.context?.release();
+    this.context = undefined;
+    return next;
   }
 
   /**
@@ -444,4 +467,29 @@ export class IsolateSlot {
       this.httpWaiting.shift()?.();
     }
   }
+}
+
+/**
+ * When a runner child's warm isolates are all taken (`maxWarm`), a cold start would dispose the
+ * least recently used one and create another. Instead it takes over the least recently used idle
+ * isolate of the same owner and component version (and memory limit), removed here from `slots`
+ * (keyed `owner\u0000source`, least recently used first), to get a fresh context in it. Never
+ * another owner's: a tenant's code never runs in a heap another tenant's code ran in.
+ */
+export function takeReusableSlot(
+  slots: Map<string, IsolateSlot>,
+  /** Warm isolates kept plus those being started: a new one would push one out. */
+  occupied: number,
+  maxWarm: number,
+  want: { readonly ownerId: string; readonly bundleKey: string; readonly memoryMb: number },
+): IsolateSlot | undefined {
+  if (occupied < maxWarm) return undefined;
+  const owner = `${want.ownerId}\u0000`;
+  for (const [key, slot] of slots) {
+    if (slot.current || slot.disposed || slot.bundleKey !== want.bundleKey || slot.memoryMb !== want.memoryMb) continue;
+    if (!key.startsWith(owner)) continue;
+    slots.delete(key);
+    return slot;
+  }
+  return undefined;
 }

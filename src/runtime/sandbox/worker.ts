@@ -3,7 +3,7 @@
 // Trusted code: it reads the isolate's proposals (isolateResults.ts) and decides the outcome.
 import type { HttpResponse, InvocationError, LogLine } from "../types.js";
 import { IsolateResultError, readRunResult } from "./isolateResults.js";
-import { IsolateSlot, InvocationRecord, type SlotEnv } from "./isolateSlot.js";
+import { IsolateSlot, InvocationRecord, takeReusableSlot, type SlotEnv } from "./isolateSlot.js";
 import {
   ProtocolError,
   readHostMessage,
@@ -19,6 +19,8 @@ import {
 let env: SlotEnv | undefined;
 let maxWarm = 64;
 const slots = new Map<string, IsolateSlot>();
+/** Cold starts under way: their isolates join `slots` once loaded. */
+let starting = 0;
 const queues = new Map<string, Promise<void>>();
 const bundles = new Map<string, string>();
 const MAX_BUNDLES = 256;
@@ -205,10 +207,12 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
         needBundle = true;
         return "need-bundle";
       }
-      active = new IsolateSlot(slotKey, msg.bundleKey, msg.memoryMb, env);
+      const reusable = takeReusableSlot(slots, slots.size + starting, maxWarm, msg);
+      active = reusable?.takeOver(slotKey) ?? new IsolateSlot(slotKey, msg.bundleKey, msg.memoryMb, env);
       active.current = rec;
       cpuStart = active.cpuTimeNs();
-      const loaded = await active.init(bundle);
+      starting++;
+      const loaded = await active.init(bundle).finally(() => starting--);
       if (!loaded.ok) {
         outcome.error = loaded.error ?? { name: "Error", message: "the component failed to load", code: "LOAD_ERROR" };
         active.dispose();

@@ -32,29 +32,30 @@ export interface SqliteEventStoreOptions {
   readonly foreignCommitPollMs?: number;
 }
 
-interface EventRow {
-  position: number;
-  stream: string;
-  revision: number;
-  id: string;
-  type: string;
-  data: string;
-  metadata: string;
-  created: number;
-}
+/** A row of `events` as the read statements return it: an array in `eventColumns` order (no object per row). */
+type EventRow = [
+  position: number,
+  stream: string,
+  revision: number,
+  id: string,
+  type: string,
+  data: string,
+  metadata: string,
+  created: number,
+];
 
 const eventColumns = "position, stream, revision, id, type, data, metadata, created";
 
 function toRecordedEvent(row: EventRow): RecordedEvent {
   return {
-    id: row.id,
-    type: row.type,
-    data: JSON.parse(row.data) as unknown,
-    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
-    stream: row.stream,
-    revision: row.revision,
-    position: row.position,
-    created: row.created,
+    id: row[3],
+    type: row[4],
+    data: JSON.parse(row[5]) as unknown,
+    metadata: JSON.parse(row[6]) as Record<string, unknown>,
+    stream: row[1],
+    revision: row[2],
+    position: row[0],
+    created: row[7],
   };
 }
 
@@ -290,11 +291,13 @@ class SqliteEventStore implements EventStore {
 
 function prepareStatements(db: Connection) {
   const statement = (sql: string): Statement => db.prepare(sql);
+  // Rows as arrays: better-sqlite3 builds an object per row otherwise, a third of a large read.
+  const rows = (sql: string): Statement => db.prepare(sql).raw(true);
   return {
     streamRevision: statement("SELECT revision FROM streams WHERE stream = ?"),
-    readStreamForwards: statement(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`),
-    readStreamBackwards: statement(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`),
-    readAll: statement(`SELECT ${eventColumns} FROM events WHERE position > ? ORDER BY position LIMIT ?`),
+    readStreamForwards: rows(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`),
+    readStreamBackwards: rows(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`),
+    readAll: rows(`SELECT ${eventColumns} FROM events WHERE position > ? ORDER BY position LIMIT ?`),
     headPosition: statement("SELECT seq FROM sqlite_sequence WHERE name = 'events'"),
   };
 }

@@ -1,0 +1,257 @@
+import { expect } from "chai";
+import type { Database } from "better-sqlite3";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { allProjections } from "../../projections/index.js";
+import { KEPT_EVENTS } from "../../projections/emittedEvents.js";
+import { KEPT_RUN_LOGS } from "../../projections/runLogs.js";
+import { Projector, rebuildProjections } from "../../src/projector/projector.js";
+import { openReadModels } from "../../src/readModels/database.js";
+import type { EventStore, NewEvent } from "../../src/store/eventStore.js";
+import { openSqliteEventStore } from "../../src/store/sqlite/sqliteEventStore.js";
+
+/** Every table and index of a read-model file, each table's rows in a fixed order. */
+function contents(db: Database): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const objects = db
+    .prepare<[], { type: string; name: string; sql: string | null }>("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
+    .all();
+  out.schema = objects;
+  for (const { name } of objects.filter((o) => o.type === "table" && !o.name.startsWith("sqlite_"))) {
+    const rows = db.prepare(`SELECT * FROM "${name}"`).all();
+    out[name] = rows.map((row) => JSON.stringify(row)).sort();
+  }
+  return out;
+}
+
+/** A deterministic pseudo-random sequence (mulberry32), so a failure can be replayed. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Append {
+  readonly stream: string;
+  readonly events: NewEvent[];
+}
+
+/**
+ * A log like a busy node's: emitters well past the kept window of 100, their emits interleaved
+ * with event deletions (each shape of range), run logs past their window, a source deleted in the
+ * middle, a workflow deleted near the end, and other read models' events in between.
+ */
+function busyLog(seed: number): Append[] {
+  const next = random(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)];
+  const owner = "u_owner";
+  const sources = ["dc_a", "dc_b", "dc_c", "dc_d"];
+  const workflow = "p_flow";
+  const emitters = [...sources, workflow];
+  const ids = new Map<string, string[]>(emitters.map((e) => [e, []]));
+  const deleted = new Set<string>();
+  const appends: Append[] = [
+    {
+      stream: `user-${owner}`,
+      events: [{ type: "UserCreated", data: { id: owner, username: "o", email: "o@x.test", plan: "free", operator: false, at: 1 } }],
+    },
+    ...sources.map((id, i) => ({
+      stream: `source-${id}`,
+      events: [
+        {
+          type: "SourceDeployed",
+          data: {
+            id,
+            ownerId: owner,
+            creatorId: owner,
+            componentId: "sc_1",
+            name: `S${i}`,
+            nameSlug: `s${i}`,
+            endpointId: `e${i}`,
+            configuredProps: {},
+            active: true,
+            at: 2,
+          },
+        },
+      ],
+    })),
+  ];
+  let ms = 1_700_000_000_000;
+  for (let round = 0; round < 400; round++) {
+    ms += 1 + Math.floor(next() * 3);
+    const live = emitters.filter((e) => !deleted.has(e));
+    // One busy source goes well past both windows (100 events, 100 run logs); the deleted
+    // emitters run right before their deletion, so it lands among their newest events.
+    const emitter = round === 249 ? "dc_b" : round === 379 ? workflow : next() < 0.4 ? "dc_a" : pick(live);
+    const roll = next();
+    if (round === 250) {
+      deleted.add("dc_b");
+      appends.push({
+        stream: "source-dc_b",
+        events: [{ type: "SourceDeleted", data: { id: "dc_b", ownerId: owner, nameSlug: "s1", at: ms } }],
+      });
+      continue;
+    }
+    if (round === 398) {
+      // A range still in the window at the end, whatever the seed.
+      const known = ids.get("dc_a")!;
+      const [startId, endId] = [known[known.length - 20], known[known.length - 5]];
+      appends.push({ stream: "emitter-dc_a", events: [{ type: "EventsDeleted", data: { emitterId: "dc_a", startId, endId, at: ms } }] });
+      continue;
+    }
+    if (round === 380) {
+      deleted.add(workflow);
+      appends.push({
+        stream: `workflow-${workflow}`,
+        events: [{ type: "WorkflowDeleted", data: { id: workflow, ownerId: owner, key: "flow", at: ms } }],
+      });
+      continue;
+    }
+    if (roll < 0.1 && ids.get(emitter)!.length > 0 && round !== 249 && round !== 379) {
+      // A deletion: all, from an id, up to an id, or a range; mostly of recent events, some of
+      // them still in the window at the end, some trimmed in between.
+      const known = ids.get(emitter)!.slice(-150);
+      const i = Math.floor(next() * known.length);
+      const j = i + Math.floor(next() * (known.length - i));
+      const [startId, endId] = pick([
+        [null, null],
+        [known[i], null],
+        [null, known[i]],
+        [known[i], known[j]],
+      ] as const);
+      appends.push({
+        stream: `emitter-${emitter}`,
+        events: [{ type: "EventsDeleted", data: { emitterId: emitter, startId, endId, at: ms } }],
+      });
+      continue;
+    }
+    // A run: up to 40 emits with its RunRecorded, and its log line.
+    const invocationId = `inv_${round}`;
+    const count = 1 + Math.floor(next() * 40);
+    const emits: NewEvent[] = [];
+    for (let seq = 0; seq < count; seq++) {
+      const id = `${ms}-${seq}`;
+      ids.get(emitter)!.push(id);
+      emits.push({
+        type: "EventEmitted",
+        data: {
+          emitterId: emitter,
+          id,
+          channel: seq % 7 === 0 ? "fifths" : "",
+          event: { round, seq, text: "héllo \u2028 wörld", nested: { list: [1, 2.5, null] } },
+          summary: seq % 3 === 0 ? null : `s${seq}`,
+          emitId: seq % 4 === 0 ? null : `e-${round}-${seq}`,
+          ts: seq % 5 === 0 ? null : ms - seq,
+          indexedAtMs: ms,
+          invocationId,
+        },
+      });
+    }
+    const recorded = {
+      emitterId: emitter,
+      invocationId,
+      at: ms,
+      dedupe: {},
+      db: {},
+      lastEventId: `${ms}-${count - 1}`,
+      recentInvocations: [invocationId],
+    };
+    appends.push({ stream: `emitter-${emitter}`, events: [...emits, { type: "RunRecorded", data: recorded }] });
+    if (emitter !== workflow) {
+      appends.push({
+        stream: `logs-${emitter}`,
+        events: [
+          {
+            type: "RunLogged",
+            data: {
+              sourceId: emitter,
+              invocationId,
+              trigger: "http",
+              userId: owner,
+              startedMs: ms,
+              endedMs: ms + 3,
+              computeMs: 2.6,
+              ok: round % 9 !== 0,
+              error: round % 9 === 0 ? { name: "Error", message: "boom" } : null,
+              lines: [{ ts: ms, level: "log", message: `run ${round}` }],
+            },
+          },
+        ],
+      });
+    }
+  }
+  return appends;
+}
+
+describe("projections rebuild", function () {
+  this.timeout(60_000);
+  let dir: string;
+  let store: EventStore;
+  const open: Database[] = [];
+
+  beforeEach(function () {
+    dir = mkdtempSync(join(tmpdir(), "headwater-rebuild-"));
+    store = openSqliteEventStore({ file: join(dir, "log.db") });
+  });
+
+  afterEach(async function () {
+    for (const db of open.splice(0)) db.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const readModels = (name: string): Database => {
+    const db = openReadModels(join(dir, name));
+    open.push(db);
+    return db;
+  };
+
+  for (const seed of [1, 2, 3]) {
+    it(`gives the same rows, table for table, as the live projector applying the log as it was written (seed ${seed})`, async () => {
+      const live = readModels("live.db");
+      const projector = new Projector(store, live, allProjections);
+      projector.start();
+      const next = random(seed + 100);
+      let position = 0;
+      for (const { stream, events } of busyLog(seed)) {
+        position = (await store.append(stream, events)).position;
+        // Mostly one append per batch, as a live node sees them; sometimes several together.
+        if (next() < 0.7) await projector.waitFor(position);
+      }
+      await projector.waitFor(position);
+      await projector.stop();
+
+      const rebuilt = readModels("rebuilt.db");
+      expect(await rebuildProjections(store, rebuilt, allProjections)).to.equal(position);
+
+      const before = contents(live);
+      const after = contents(rebuilt);
+      // The log went past the windows and deleted events, so the comparison is not a trivial one.
+      const emitted = live.prepare<[], { emitter_id: string; n: number; deleted: number }>(
+        "SELECT emitter_id, COUNT(*) AS n, SUM(deleted) AS deleted FROM emitted_events GROUP BY emitter_id",
+      );
+      expect(emitted.all().some((row) => row.n === KEPT_EVENTS)).to.equal(true);
+      expect(emitted.all().some((row) => row.deleted > 0)).to.equal(true);
+      expect(emitted.all().map((row) => row.emitter_id))
+        .to.not.include("dc_b")
+        .and.not.include("p_flow");
+      expect(live.prepare("SELECT COUNT(*) AS n FROM source_logs WHERE source_id = 'dc_a'").get()).to.deep.equal({ n: KEPT_RUN_LOGS });
+      expect(after).to.deep.equal(before);
+    });
+  }
+
+  it("rebuilding over an existing read model gives the same rows as a fresh one", async () => {
+    for (const { stream, events } of busyLog(7)) await store.append(stream, events);
+    const fresh = readModels("fresh.db");
+    await rebuildProjections(store, fresh, allProjections);
+    const again = readModels("again.db");
+    await rebuildProjections(store, again, allProjections);
+    await rebuildProjections(store, again, allProjections);
+    expect(contents(again)).to.deep.equal(contents(fresh));
+  });
+});

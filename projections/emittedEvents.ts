@@ -1,12 +1,14 @@
 import type { Database } from "better-sqlite3";
-import type { Projection } from "../src/projector/projection.js";
+import type { BatchProjection } from "../src/projector/projection.js";
 import type { EmitterEvent } from "../commands/emitters/emitter.js";
 import type { SourceDeleted } from "../commands/sources/source.js";
+import type { WorkflowDeleted } from "../commands/workflows/workflow.js";
 import type { EventEmitted } from "../commands/emitters/emitter.js";
 import type { RecordedEvent } from "../src/store/eventStore.js";
 import { parseEventId } from "../commands/emitters/eventIds.js";
 import { statement } from "../src/readModels/statements.js";
 import { KeptWindow } from "./keptWindow.js";
+import { MultiRowInsert } from "./multiRowInsert.js";
 
 /** A row of `emitted_events`: event is its JSON text. */
 export interface EmittedEventRow {
@@ -42,11 +44,9 @@ export function emittedEventRow(recorded: RecordedEvent): EmittedEventRow {
   };
 }
 
-const keptEvents = new KeptWindow("emitted_events", "emitter_id", KEPT_EVENTS);
-
 // The window is the newest 100 EventEmitted of the emitter, deleted or not, which is exactly what
 // log retention keeps: a rebuild from the truncated log gives the same rows.
-export const emittedEventsProjection: Projection = {
+export const emittedEventsProjection: BatchProjection = {
   name: "emitted_events",
   // 2: emit_id is the event's id when the emit gave none.
   version: 2,
@@ -60,47 +60,53 @@ export const emittedEventsProjection: Projection = {
     "CREATE INDEX IF NOT EXISTS emitted_events_by_emitter ON emitted_events (emitter_id, seq)",
   ],
   handles: new Set(["EventEmitted", "EventsDeleted", "SourceDeleted", "WorkflowDeleted"]),
-  apply(db, recorded) {
-    if (recorded.type === "SourceDeleted" || recorded.type === "WorkflowDeleted") {
-      statement(db, "DELETE FROM emitted_events WHERE emitter_id = ?").run((recorded.data as SourceDeleted["data"]).id);
-      return;
-    }
-    const event = { type: recorded.type, data: recorded.data } as EmitterEvent;
-    switch (event.type) {
-      case "EventEmitted": {
-        const row = emittedEventRow(recorded);
-        const id = parseEventId(row.id)!;
-        statement(
-          db,
-          `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts, indexed_at_ms,
-            invocation_id, seq, stream_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        ).run(
-          row.emitter_id,
-          row.id,
-          id.ms,
-          id.seq,
-          row.channel,
-          row.event,
-          row.summary,
-          row.emit_id,
-          row.ts,
-          row.indexed_at_ms,
-          row.invocation_id,
-          row.seq,
-          recorded.revision,
-        );
-        keptEvents.touch(row.emitter_id);
-        break;
+  applyBatch(db, events) {
+    const inserts = new MultiRowInsert(
+      db,
+      `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts, indexed_at_ms,
+        invocation_id, seq, stream_revision)`,
+      13,
+    );
+    const kept = new KeptWindow("emitted_events", "emitter_id", KEPT_EVENTS);
+    for (const recorded of events) {
+      const event = { type: recorded.type, data: recorded.data } as EmitterEvent | SourceDeleted | WorkflowDeleted;
+      switch (event.type) {
+        case "EventEmitted": {
+          const row = emittedEventRow(recorded);
+          const id = parseEventId(row.id)!;
+          inserts.add([
+            row.emitter_id,
+            row.id,
+            id.ms,
+            id.seq,
+            row.channel,
+            row.event,
+            row.summary,
+            row.emit_id,
+            row.ts,
+            row.indexed_at_ms,
+            row.invocation_id,
+            row.seq,
+            recorded.revision,
+          ]);
+          kept.touch(row.emitter_id);
+          break;
+        }
+        case "EventsDeleted":
+          inserts.flush();
+          markDeleted(db, event.data.emitterId, event.data.startId, event.data.endId);
+          break;
+        case "SourceDeleted":
+        case "WorkflowDeleted":
+          inserts.flush();
+          statement(db, "DELETE FROM emitted_events WHERE emitter_id = ?").run(event.data.id);
+          break;
+        case "RunRecorded":
+          break;
       }
-      case "EventsDeleted":
-        markDeleted(db, event.data.emitterId, event.data.startId, event.data.endId);
-        break;
-      case "RunRecorded":
-        break;
     }
-  },
-  afterBatch(db) {
-    keptEvents.trim(db);
+    inserts.flush();
+    kept.trim(db);
   },
 };
 

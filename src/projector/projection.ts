@@ -1,11 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { RecordedEvent } from "../store/eventStore.js";
 
-/**
- * A read model: the events it handles and the rows it writes, nothing else. `apply` runs inside
- * the projector's transaction, together with the checkpoint, so an event is never applied twice.
- */
-export interface Projection {
+interface ProjectionBase {
   readonly name: string;
   /** Bump when the tables or the way rows are written change: the projection is then rebuilt on start. */
   readonly version: number;
@@ -14,7 +10,23 @@ export interface Projection {
   /** Tables dropped when the projection is rebuilt. */
   readonly tables: readonly string[];
   readonly handles: ReadonlySet<string>;
+}
+
+/** A read model that takes its events one at a time. */
+export interface EventByEventProjection extends ProjectionBase {
   apply(db: Database, event: RecordedEvent): void;
   /** Called once after a batch was applied, in the same transaction: work that is cheaper done once per batch. */
   afterBatch?(db: Database): void;
 }
+
+/** A read model that takes a whole batch at once: for writes cheaper done over many events (multi-row inserts). */
+export interface BatchProjection extends ProjectionBase {
+  /** The batch's events of the handled types, in log order (possibly none). */
+  applyBatch(db: Database, events: readonly RecordedEvent[]): void;
+}
+
+/**
+ * A read model: the events it handles and the rows it writes, nothing else. It is applied inside
+ * the projector's transaction, together with the checkpoint, so an event is never applied twice.
+ */
+export type Projection = EventByEventProjection | BatchProjection;

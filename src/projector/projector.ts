@@ -2,6 +2,7 @@ import type { Database } from "better-sqlite3";
 import type { AllSubscription, EventStore, RecordedEvent } from "../store/eventStore.js";
 import type { Projection } from "./projection.js";
 import { log } from "../observability/log.js";
+import { statement } from "../readModels/statements.js";
 
 type Waiter = { position: number; resolve: () => void; reject: (error: unknown) => void };
 export type AppliedListener = (events: readonly RecordedEvent[]) => void;
@@ -17,6 +18,8 @@ export class Projector {
   #listeners = new Set<AppliedListener>();
   #failure: unknown;
   readonly #checkpoints = new Map<string, number>();
+  /** Event type -> indexes of the projections that handle it. */
+  readonly #readers = new Map<string, number[]>();
 
   constructor(
     private readonly store: EventStore,
@@ -24,7 +27,15 @@ export class Projector {
     private readonly projections: readonly Projection[],
     /** Events per read-model transaction (a rebuild takes larger ones). */
     private readonly batchSize = 500,
-  ) {}
+  ) {
+    projections.forEach((projection, index) => {
+      for (const type of projection.handles) {
+        const readers = this.#readers.get(type);
+        if (readers === undefined) this.#readers.set(type, [index]);
+        else readers.push(index);
+      }
+    });
+  }
 
   /** Position of the last event every projection has processed. */
   get position(): number {
@@ -103,17 +114,20 @@ export class Projector {
   #applyBatch(events: readonly RecordedEvent[]): void {
     if (events.length === 0) return;
     const last = events[events.length - 1].position;
-    const save = this.db.prepare("UPDATE projection_checkpoints SET position = ? WHERE name = ?");
+    const save = statement(this.db, "UPDATE projection_checkpoints SET position = ? WHERE name = ?");
+    const inbox = this.#sortBatch(events);
     this.db.transaction(() => {
-      for (const projection of this.projections) {
+      this.projections.forEach((projection, index) => {
         const checkpoint = this.#checkpoints.get(projection.name) ?? 0;
-        if (checkpoint >= last) continue;
-        for (const event of events) {
-          if (event.position > checkpoint && projection.handles.has(event.type)) projection.apply(this.db, event);
+        if (checkpoint >= last) return;
+        const mine = inbox[index][0]?.position > checkpoint ? inbox[index] : inbox[index].filter((event) => event.position > checkpoint);
+        if ("applyBatch" in projection) projection.applyBatch(this.db, mine);
+        else {
+          for (const event of mine) projection.apply(this.db, event);
+          projection.afterBatch?.(this.db);
         }
-        projection.afterBatch?.(this.db);
         save.run(last, projection.name);
-      }
+      });
     })();
     for (const projection of this.projections) {
       this.#checkpoints.set(projection.name, Math.max(last, this.#checkpoints.get(projection.name) ?? 0));
@@ -123,6 +137,20 @@ export class Projector {
     this.#waiters = this.#waiters.filter((w) => w.position > last);
     for (const waiter of ready) waiter.resolve();
     for (const listener of this.#listeners) listener(events);
+  }
+
+  /**
+   * Each projection's events of the batch, in order, found with one look-up per event rather than
+   * one per event and projection (a rebuild of a million events would make thirteen million).
+   */
+  #sortBatch(events: readonly RecordedEvent[]): RecordedEvent[][] {
+    const inbox = this.projections.map((): RecordedEvent[] => []);
+    for (const event of events) {
+      const readers = this.#readers.get(event.type);
+      if (readers === undefined) continue;
+      for (const index of readers) inbox[index].push(event);
+    }
+    return inbox;
   }
 
   #fail(error: unknown): void {

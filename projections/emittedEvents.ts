@@ -1,9 +1,8 @@
 import type { Database } from "better-sqlite3";
 import type { BatchProjection } from "../src/projector/projection.js";
-import type { EmitterEvent } from "../commands/emitters/emitter.js";
 import type { SourceDeleted } from "../commands/sources/source.js";
 import type { WorkflowDeleted } from "../commands/workflows/workflow.js";
-import type { EventEmitted } from "../commands/emitters/emitter.js";
+import type { EventEmitted, EventsDeleted } from "../commands/emitters/emitter.js";
 import type { RecordedEvent } from "../src/store/eventStore.js";
 import { parseEventId } from "../commands/emitters/eventIds.js";
 import { statement } from "../src/readModels/statements.js";
@@ -44,6 +43,12 @@ export function emittedEventRow(recorded: RecordedEvent): EmittedEventRow {
   };
 }
 
+const insertEmitted = new MultiRowInsert(
+  `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts, indexed_at_ms,
+    invocation_id, seq, stream_revision)`,
+  13,
+);
+
 // The window is the newest 100 EventEmitted of the emitter, deleted or not, which is exactly what
 // log retention keeps: a rebuild from the truncated log gives the same rows.
 export const emittedEventsProjection: BatchProjection = {
@@ -61,16 +66,10 @@ export const emittedEventsProjection: BatchProjection = {
   ],
   handles: new Set(["EventEmitted", "EventsDeleted", "SourceDeleted", "WorkflowDeleted"]),
   applyBatch(db, events) {
-    const inserts = new MultiRowInsert(
-      db,
-      `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts, indexed_at_ms,
-        invocation_id, seq, stream_revision)`,
-      13,
-    );
+    const inserts = insertEmitted.into(db);
     const kept = new KeptWindow("emitted_events", "emitter_id", KEPT_EVENTS);
     for (const recorded of events) {
-      const event = { type: recorded.type, data: recorded.data } as EmitterEvent | SourceDeleted | WorkflowDeleted;
-      switch (event.type) {
+      switch (recorded.type) {
         case "EventEmitted": {
           const row = emittedEventRow(recorded);
           const id = parseEventId(row.id)!;
@@ -92,16 +91,18 @@ export const emittedEventsProjection: BatchProjection = {
           kept.touch(row.emitter_id);
           break;
         }
-        case "EventsDeleted":
+        case "EventsDeleted": {
+          const d = recorded.data as EventsDeleted["data"];
           inserts.flush();
-          markDeleted(db, event.data.emitterId, event.data.startId, event.data.endId);
+          markDeleted(db, d.emitterId, d.startId, d.endId);
           break;
+        }
         case "SourceDeleted":
         case "WorkflowDeleted":
           inserts.flush();
-          statement(db, "DELETE FROM emitted_events WHERE emitter_id = ?").run(event.data.id);
-          break;
-        case "RunRecorded":
+          statement(db, "DELETE FROM emitted_events WHERE emitter_id = ?").run(
+            (recorded.data as SourceDeleted["data"] | WorkflowDeleted["data"]).id,
+          );
           break;
       }
     }

@@ -22,9 +22,10 @@ export class RecentRecords {
   readonly #tails = new Map<string, PartitionTail>();
 
   constructor(
-    private readonly maxRecords = 1024,
-    /** Per partition, in value bytes. */
-    private readonly maxBytes = 8 * 1024 * 1024,
+    /** Per partition: twice the consumers' read-ahead (256), which is as far behind as they read. */
+    private readonly maxRecords = 512,
+    /** Per partition, in value bytes: with ~50 partitions (invocations, deliveries, workflow runs, replies), ~50 MB at most. */
+    private readonly maxBytes = 1024 * 1024,
   ) {}
 
   add(record: BusRecord): void {

@@ -79,14 +79,14 @@ const toApiKey = (r: ApiKeyRow): ApiKey => ({
 
 /** Queries over the accounts read models (users, orgs, api_keys projections). */
 export class AccountsReadModel {
-  readonly #users: ReadModelMemo<User> | undefined;
+  readonly #users: ReadModelMemo<User>;
 
   /** With `changes` (the node's projector), `user(id)` is memoized until a user changes. */
   constructor(
     private readonly db: Database,
     changes?: AppliedEvents,
   ) {
-    if (changes) this.#users = new ReadModelMemo(changes, usersProjection.handles);
+    this.#users = new ReadModelMemo(changes, usersProjection.handles);
   }
 
   /** The holder of an unrevoked key, by the key's hash (every authenticated request: one indexed lookup). */
@@ -105,11 +105,10 @@ export class AccountsReadModel {
 
   /** Frozen when memoized. */
   user(id: string): User | undefined {
-    const load = () => {
+    return this.#users.get(id, () => {
       const row = statement<[string], UserRow>(this.db, "SELECT * FROM users WHERE id = ?").get(id);
       return row && toUser(row);
-    };
-    return this.#users ? this.#users.get(id, load) : load();
+    });
   }
 
   /** Every user, oldest first (operator CLI). */

@@ -18,19 +18,24 @@ export interface AppliedEvents {
  */
 export class ReadModelMemo<V extends object> {
   readonly #entries = new Map<string, V>();
+  readonly #memoizing: boolean;
 
   constructor(
-    changes: AppliedEvents,
+    /** The node's projector; without it (CLI, tests) every lookup reads the file. */
+    changes: AppliedEvents | undefined,
     /** The projection's `handles`: the events that may change the rows. */
     private readonly handles: ReadonlySet<string>,
     private readonly max = 10_000,
   ) {
-    changes.onApplied((events) => {
+    this.#memoizing = changes !== undefined;
+    changes?.onApplied((events) => {
       if (this.#entries.size > 0 && events.some((event) => this.handles.has(event.type))) this.#entries.clear();
     });
   }
 
+  /** Frozen when memoized. */
   get(key: string, load: () => V | undefined): V | undefined {
+    if (!this.#memoizing) return load();
     const hit = this.#entries.get(key);
     if (hit !== undefined) return hit;
     const value = load();
@@ -39,9 +44,5 @@ export class ReadModelMemo<V extends object> {
     if (this.#entries.size >= this.max) this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(key, deepFreeze(value));
     return value;
-  }
-
-  get size(): number {
-    return this.#entries.size;
   }
 }

@@ -41,36 +41,32 @@ const toSource = (row: SourceRow): Source => ({
 
 /** Queries over the sources read model (projections/sources.ts). */
 export class SourcesReadModel {
-  readonly #byId: ReadModelMemo<Source> | undefined;
-  readonly #byEndpoint: ReadModelMemo<Source> | undefined;
+  readonly #byId: ReadModelMemo<Source>;
+  readonly #byEndpoint: ReadModelMemo<Source>;
 
   /** With `changes` (the node's projector), lookups by id and endpoint are memoized until a source changes. */
   constructor(
     private readonly db: Database,
     changes?: AppliedEvents,
   ) {
-    if (changes) {
-      this.#byId = new ReadModelMemo(changes, sourcesProjection.handles);
-      this.#byEndpoint = new ReadModelMemo(changes, sourcesProjection.handles);
-    }
+    this.#byId = new ReadModelMemo(changes, sourcesProjection.handles);
+    this.#byEndpoint = new ReadModelMemo(changes, sourcesProjection.handles);
   }
 
   /** Frozen when memoized. */
   source(id: string): Source | undefined {
-    const load = () => {
+    return this.#byId.get(id, () => {
       const row = statement<[string], SourceRow>(this.db, "SELECT * FROM sources WHERE id = ?").get(id);
       return row && toSource(row);
-    };
-    return this.#byId ? this.#byId.get(id, load) : load();
+    });
   }
 
   /** Frozen when memoized. */
   byEndpoint(endpointId: string): Source | undefined {
-    const load = () => {
+    return this.#byEndpoint.get(endpointId, () => {
       const row = statement<[string], SourceRow>(this.db, "SELECT * FROM sources WHERE endpoint_id = ?").get(endpointId);
       return row && toSource(row);
-    };
-    return this.#byEndpoint ? this.#byEndpoint.get(endpointId, load) : load();
+    });
   }
 
   sourcesOf(ownerId: string, page: PageRequest): Page<Source> {

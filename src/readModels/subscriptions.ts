@@ -48,14 +48,14 @@ const toAuto = (r: AutoSubscriptionRow): AutoSubscription => ({
 
 /** Queries over the subscriptions read model (projections/subscriptions.ts). */
 export class SubscriptionsReadModel {
-  readonly #matching: ReadModelMemo<Subscription[]> | undefined;
+  readonly #matching: ReadModelMemo<Subscription[]>;
 
   /** With `changes` (the node's projector), `matching` (every routed event) is memoized until a subscription changes. */
   constructor(
     private readonly db: Database,
     changes?: AppliedEvents,
   ) {
-    if (changes) this.#matching = new ReadModelMemo(changes, subscriptionsProjection.handles);
+    this.#matching = new ReadModelMemo(changes, subscriptionsProjection.handles);
   }
 
   subscription(id: string): Subscription | undefined {
@@ -83,6 +83,7 @@ export class SubscriptionsReadModel {
    * emitter, or its kind's glob in the owner's subscriptions.
    */
   matching(emitterId: string, ownerId: string, glob: "dc_*" | "p_*", channel: string): readonly Subscription[] {
+    const key = `${emitterId}\u0000${ownerId}\u0000${glob}\u0000${channel}`;
     const load = () =>
       statement<[string, string, string, string, string], SubscriptionRow>(
         this.db,
@@ -91,7 +92,7 @@ export class SubscriptionsReadModel {
       )
         .all(emitterId, channel, glob, ownerId, channel)
         .map(toSubscription);
-    return this.#matching ? this.#matching.get(`${emitterId}\u0000${ownerId}\u0000${glob}\u0000${channel}`, load)! : load();
+    return this.#matching.get(key, load)!;
   }
 
   /** Whether any subscription takes events of the emitter (on some channel), by its id or its kind's glob. */

@@ -45,23 +45,22 @@ const toWebhook = (r: WebhookRow): Webhook => ({
 
 /** Queries over the webhooks read model (projections/webhooks.ts). */
 export class WebhooksReadModel {
-  readonly #byId: ReadModelMemo<Webhook> | undefined;
+  readonly #byId: ReadModelMemo<Webhook>;
 
   /** With `changes` (the node's projector), `webhook(id)` (every delivery) is memoized until a webhook changes. */
   constructor(
     private readonly db: Database,
     changes?: AppliedEvents,
   ) {
-    if (changes) this.#byId = new ReadModelMemo(changes, webhooksProjection.handles);
+    this.#byId = new ReadModelMemo(changes, webhooksProjection.handles);
   }
 
   /** Frozen when memoized. */
   webhook(id: string): Webhook | undefined {
-    const load = () => {
+    return this.#byId.get(id, () => {
       const row = statement<[string], WebhookRow>(this.db, "SELECT * FROM webhooks WHERE id = ?").get(id);
       return row && toWebhook(row);
-    };
-    return this.#byId ? this.#byId.get(id, load) : load();
+    });
   }
 
   webhooksOf(ownerId: string, page: PageRequest): Page<Webhook> {

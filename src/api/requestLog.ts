@@ -18,15 +18,23 @@ export interface FinishedRequest {
   readonly seconds: number;
 }
 
-/** The logger of this request (with its id), or the server's outside a request. */
-export const requestLog = (ctx: Context): Logger => (ctx.state.log as Logger | undefined) ?? log;
+/**
+ * The logger of this request (with its id), or the server's outside a request. The child logger is
+ * made on first use: most requests log nothing at the default levels, and making one costs more
+ * than the rest of a queued request's bookkeeping.
+ */
+export function requestLog(ctx: Context): Logger {
+  const state = ctx.state as { log?: Logger; logBase?: Logger; requestId?: string };
+  if (state.log === undefined && state.logBase !== undefined) state.log = state.logBase.child({ reqId: state.requestId });
+  return state.log ?? log;
+}
 
 export function requestIds(base: Logger = log) {
   return async function requestId(ctx: Context, next: Next): Promise<void> {
     const given = ctx.get("x-request-id");
     const id = REQUEST_ID.test(given) ? given : randomUUID();
     ctx.state.requestId = id;
-    ctx.state.log = base.child({ reqId: id });
+    ctx.state.logBase = base;
     ctx.set("X-Request-Id", id);
     await next();
   };
@@ -49,18 +57,19 @@ export function accessLog(onFinished?: (request: FinishedRequest) => void) {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = routeLabel(ctx);
       const status = ctx.res.headersSent ? ctx.res.statusCode : 499;
-      const fields = {
-        method: ctx.method,
-        path: ctx.path, // never the query string: stream tokens travel there
-        route,
-        status,
-        ms: Math.round(seconds * 1e6) / 1e3,
-        bytes: Number(ctx.res.getHeader("content-length") ?? 0) || undefined,
-        ip: ctx.ip,
-      };
-      const logger = requestLog(ctx);
-      if (QUIET_PATHS.has(ctx.path)) logger.debug(fields, "request");
-      else logger.info(fields, "request");
+      const level = QUIET_PATHS.has(ctx.path) ? "debug" : "info";
+      if (((ctx.state.logBase as Logger | undefined) ?? log).isLevelEnabled(level)) {
+        const fields = {
+          method: ctx.method,
+          path: ctx.path, // never the query string: stream tokens travel there
+          route,
+          status,
+          ms: Math.round(seconds * 1e6) / 1e3,
+          bytes: Number(ctx.res.getHeader("content-length") ?? 0) || undefined,
+          ip: ctx.ip,
+        };
+        requestLog(ctx)[level](fields, "request");
+      }
       onFinished?.({ method: ctx.method, route, status, seconds });
     });
     await next();

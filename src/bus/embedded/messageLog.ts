@@ -136,19 +136,19 @@ export class MessageLog {
     const encoded = messages.map((message) => ({
       partition: partitionForKey(message.key, partitions),
       key: message.key,
-      value: toBuffer(message.value),
+      value: message.value, // text stays text until the writer thread (see LogMessage.value)
       headers: JSON.stringify(message.headers ?? {}),
     }));
     const appended = await this.writes.append({ op: "append", topic, timestamp, messages: encoded });
     appended.forEach(({ partition, offset }, index) => {
-      const { key, value, headers } = encoded[index];
+      const { key, value } = encoded[index];
       this.recent.add({
         topic,
         partition,
         offset: String(offset),
         key,
-        value,
-        headers: JSON.parse(headers) as Record<string, string>,
+        value: toBuffer(value),
+        headers: { ...messages[index].headers },
         timestamp,
       });
     });

@@ -50,9 +50,11 @@ export interface KeyedConsumeOptions {
    * `more()` hands over the records of the key that arrived since (offset order, at most
    * maxBatch, empty when none): they become part of this call, done when it resolves and retried
    * with it when it rejects. A handler can so start on later records while it finishes earlier
-   * ones (the runner runs a batch while the one before is being recorded).
+   * ones (the runner runs a batch while the one before is being recorded). `arrived()` resolves
+   * once more records of the key are waiting (at once if some are), or the consumer stops: a
+   * handler that keeps going while records keep coming waits on it instead of polling more().
    */
-  readonly handler: (records: readonly BusRecord[], more: () => BusRecord[]) => Promise<void>;
+  readonly handler: (records: readonly BusRecord[], more: () => BusRecord[], arrived: () => Promise<void>) => Promise<void>;
   /** Records read but not yet committed, per partition, before reading pauses (default 10_000). */
   readonly maxPendingPerPartition?: number;
   /** Bytes of record values read but not yet committed, per partition, before reading pauses (default 64 MiB). */

@@ -42,6 +42,8 @@ interface KeyState {
   running: boolean;
   /** A predecessor's call of this key that has not settled yet. */
   blockedBy: Promise<unknown> | undefined;
+  /** The running call waits for records of its key to arrive (see `arrived`). */
+  wakers: (() => void)[];
 }
 
 /** What one partition holds right now: records read and not yet committed past (the partition's local backlog). */
@@ -172,7 +174,10 @@ export class KeyedDispatcher {
       this.nextOffset = endOffset;
     }
     if (!this.hasRoom()) this.full = true;
-    for (const key of touched) this.dispatch(key);
+    for (const key of touched) {
+      this.wake(this.keys.get(key));
+      this.dispatch(key);
+    }
     return consumed;
   }
 
@@ -195,6 +200,7 @@ export class KeyedDispatcher {
       live.delete(this);
       this.stopping.fire();
       this.full = false;
+      for (const state of this.keys.values()) this.wake(state);
       while (this.calls.size > 0) await Promise.all([...this.calls]);
       clearTimeout(this.commitTimer);
       this.commitTimer = undefined;
@@ -211,14 +217,28 @@ export class KeyedDispatcher {
     this.abandoned.fire();
     this.stopping.fire();
     this.full = false;
+    for (const state of this.keys.values()) this.wake(state);
     clearTimeout(this.commitTimer);
     this.commitTimer = undefined;
   }
 
   private keyState(key: string): KeyState {
     let state = this.keys.get(key);
-    if (!state) this.keys.set(key, (state = { waiting: [], running: false, blockedBy: undefined }));
+    if (!state) this.keys.set(key, (state = { waiting: [], running: false, blockedBy: undefined, wakers: [] }));
     return state;
+  }
+
+  private wake(state: KeyState | undefined): void {
+    if (state === undefined || state.wakers.length === 0) return;
+    const wakers = state.wakers.splice(0);
+    for (const wake of wakers) wake();
+  }
+
+  /** Resolves when records of the key arrive (to be taken with more()), or when the dispatcher stops. */
+  private arrived(key: string): Promise<void> {
+    const state = this.keys.get(key);
+    if (!state || state.waiting.length > 0 || this.stopping.fired) return Promise.resolve();
+    return new Promise((resolve) => state.wakers.push(resolve));
   }
 
   private fits(bytes: number): boolean {
@@ -261,7 +281,13 @@ export class KeyedDispatcher {
       // A retry hands over everything the failed call took, the records it pulled with more() included.
       const records = batch.map((entry) => entry.record!);
       try {
-        const call = Promise.resolve().then(() => this.options.keyed.handler(records, () => this.more(key, batch)));
+        const call = Promise.resolve().then(() =>
+          this.options.keyed.handler(
+            records,
+            () => this.more(key, batch),
+            () => this.arrived(key),
+          ),
+        );
         const settled = call.then(
           () => undefined,
           () => undefined,

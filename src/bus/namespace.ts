@@ -31,10 +31,11 @@ export function namespacedBus(bus: Bus, namespace: string): Bus {
         handler: handler && ((record) => handler({ ...record, topic: inner(record.topic) })),
         keyed: keyed && {
           ...keyed,
-          handler: (records, more) =>
+          handler: (records, more, arrived) =>
             keyed.handler(
               records.map((record) => ({ ...record, topic: inner(record.topic) })),
               () => more().map((record) => ({ ...record, topic: inner(record.topic) })),
+              arrived,
             ),
         },
       });

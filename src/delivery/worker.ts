@@ -89,7 +89,7 @@ export class DeliveryWorker {
     this.#consumer = await this.deps.bus.consume({
       groupId: "headwater.dispatchers",
       topics: [DELIVERIES_TOPIC],
-      keyed: { handler: (records) => this.#handle(records) },
+      keyed: { handler: (records, more, arrived) => this.#handle(records, more, arrived) },
     });
     const sweepMs = this.deps.sweepMs ?? 5_000;
     this.#sweeper = setInterval(() => void this.#sweep().catch((error) => this.#log("delivery: sweeping queues failed", error)), sweepMs);
@@ -104,21 +104,24 @@ export class DeliveryWorker {
     await this.#consumer?.stop();
   }
 
-  /** Every waiting record of one listener, in order. */
-  async #handle(records: readonly BusRecord[]): Promise<void> {
+  /** Every waiting record of one listener, in order (a webhook's turn goes on taking those that arrive meanwhile). */
+  async #handle(records: readonly BusRecord[], more: () => BusRecord[], arrived: () => Promise<void>): Promise<void> {
     const listenerId = records[0].key;
-    const deliveries: Delivery[] = [];
-    for (const record of records) {
-      const message = readDeliveryMessage(record);
-      if (!message) this.#log(`delivery: skipped an unreadable message at ${record.topic}[${record.partition}]@${record.offset}`);
-      else if (message.kind === "delivery") deliveries.push(message.delivery);
-    }
+    const read = (taken: readonly BusRecord[]): Delivery[] => {
+      const deliveries: Delivery[] = [];
+      for (const record of taken) {
+        const message = readDeliveryMessage(record);
+        if (!message) this.#log(`delivery: skipped an unreadable message at ${record.topic}[${record.partition}]@${record.offset}`);
+        else if (message.kind === "delivery") deliveries.push(message.delivery);
+      }
+      return deliveries;
+    };
     switch (listenerKindOf(listenerId)) {
       case "webhook":
-        return this.#webhookTurn(listenerId, deliveries);
+        return this.#webhookTurn(listenerId, read(records), () => read(more()), arrived);
       case "source":
       case "workflow":
-        return this.#toRun(listenerId, deliveries);
+        return this.#toRun(listenerId, read(records));
       default:
         return;
     }
@@ -163,34 +166,114 @@ export class DeliveryWorker {
     }
   }
 
-  async #webhookTurn(listenerId: string, incoming: readonly Delivery[]): Promise<void> {
+  /**
+   * One turn of a webhook: its deliveries go out in lanes, one per emitter (each emitter's in order,
+   * emitters side by side), and the turn keeps taking the deliveries that arrive while it runs, so a
+   * new event is sent as soon as its own lane is free rather than after the slowest lane and the
+   * record of the turn before. Attempts are recorded in the listener's stream as they complete, one
+   * append at a time with whatever completed meanwhile. The first failure (or slow answer) ends the
+   * sending: what was not sent is queued behind it, in order, and the queue is drained as before.
+   * The turn takes new deliveries for at most TURN_BUDGET_MS, then ends so its offsets commit.
+   */
+  async #webhookTurn(
+    listenerId: string,
+    incoming: readonly Delivery[],
+    more: () => Delivery[],
+    arrived: () => Promise<void>,
+  ): Promise<void> {
     const webhook = this.deps.webhooks.webhook(listenerId);
     // Deleted, paused or disabled: nothing goes out (the router stops routing to it too).
     if (!webhook || webhook.status !== "active") return;
     let current = await this.#load(listenerId);
-    const { send, queue } = plan(current.state, incoming);
-    const attempts: (AttemptResult & { delivery: Delivery })[] = [];
-    const sent = new Set<string>();
-    let healthy = true;
-    // Order holds per (emitter, listener): each emitter's deliveries go out one after another, emitters side by side.
+    const until = this.deps.clock.now() + TURN_BUDGET_MS;
+    const slowMs = this.deps.slowMs ?? 5_000;
+    /** Taken by this turn and perhaps not recorded yet: a copy arriving meanwhile is a duplicate. */
+    const taken = new Set<string>();
     const lanes = new Map<string, Delivery[]>();
-    for (const delivery of send) lanes.set(delivery.emitterId, [...(lanes.get(delivery.emitterId) ?? []), delivery]);
-    await Promise.all(
-      [...lanes.values()].map(async (lane) => {
-        for (const delivery of lane) {
-          if (!healthy) return;
-          const result = await this.#attempt(webhook, delivery);
-          attempts.push({ ...result, delivery });
-          sent.add(delivery.id);
-          if (!result.ok || result.latencyMs > (this.deps.slowMs ?? 5_000)) healthy = false;
+    const running = new Set<Promise<void>>();
+    let attempts: (AttemptResult & { delivery: Delivery })[] = [];
+    let unsent: Delivery[] = [];
+    let healthy = true;
+    let recording: Promise<void> | undefined;
+    let recordFailure: Error | undefined;
+
+    const record = (): Promise<void> => {
+      if (recording) return recording;
+      if (attempts.length === 0 && unsent.length === 0) return Promise.resolve();
+      recording = (async () => {
+        while (attempts.length > 0 || unsent.length > 0) {
+          const turn = { attempts, unsent };
+          attempts = [];
+          unsent = [];
+          current = await this.#record(listenerId, current, (state) =>
+            recordTurn(state, { listenerId, ...turn, now: this.deps.clock.now(), random: Math.random() }, this.deps.policy),
+          );
         }
-      }),
-    );
-    // What was not sent (behind a failure, in order) waits in the queue.
-    const unsent: Delivery[] = [...queue, ...send.filter((d) => !sent.has(d.id))];
-    current = await this.#record(listenerId, current, (state) =>
-      recordTurn(state, { listenerId, attempts, unsent, now: this.deps.clock.now(), random: Math.random() }, this.deps.policy),
-    );
+      })()
+        .catch((error: unknown) => {
+          recordFailure ??= error instanceof Error ? error : new Error(String(error));
+          healthy = false;
+        })
+        .finally(() => {
+          recording = undefined;
+        });
+      return recording;
+    };
+
+    const runLane = async (emitterId: string, lane: Delivery[]): Promise<void> => {
+      while (lane.length > 0 && healthy) {
+        const delivery = lane.shift()!;
+        const result = await this.#attempt(webhook, delivery);
+        attempts.push({ ...result, delivery });
+        if (!result.ok || result.latencyMs > slowMs) healthy = false;
+        void record();
+      }
+      // Behind a failure, in order: they wait in the queue.
+      unsent.push(...lane.splice(0));
+      lanes.delete(emitterId);
+    };
+
+    const take = (deliveries: readonly Delivery[]): void => {
+      const { send, queue } = plan(
+        current.state,
+        deliveries.filter((d) => d.resend !== undefined || !taken.has(d.id)),
+      );
+      for (const d of [...send, ...queue]) taken.add(d.id);
+      if (!healthy || queue.length > 0) {
+        unsent.push(...send, ...queue);
+        return;
+      }
+      for (const delivery of send) {
+        const lane = lanes.get(delivery.emitterId);
+        if (lane) {
+          lane.push(delivery);
+          continue;
+        }
+        const started = [delivery];
+        lanes.set(delivery.emitterId, started);
+        const run = runLane(delivery.emitterId, started).finally(() => running.delete(run));
+        running.add(run);
+      }
+    };
+
+    take(incoming);
+    while (healthy && !this.#stopped && this.deps.clock.now() < until) {
+      const idle = Promise.all([...running]).then(() => "idle" as const);
+      const next = await Promise.race([arrived().then(() => "arrived" as const), idle]);
+      const later = more();
+      if (later.length > 0) take(later);
+      else if (next === "idle")
+        break; // nothing runs and nothing came
+      else await idle; // woken without records (the consumer stops): finish what runs
+    }
+    await Promise.all([...running]);
+    // Everything attempted or left unsent is recorded before the turn ends (and its offsets commit).
+    while (recordFailure === undefined) {
+      if (recording) await recording;
+      else if (attempts.length > 0 || unsent.length > 0) await record();
+      else break;
+    }
+    if (recordFailure !== undefined) throw recordFailure;
     current = await this.#drain(webhook, current);
     await this.#giveUpIfLong(webhook, current);
   }

@@ -27,7 +27,13 @@ async function until(check: () => boolean, what: string, timeoutMs = 2000): Prom
 
 /** A dispatcher whose handler records every call and waits for the test to settle it. */
 class Harness {
-  readonly calls: { key: string; offsets: number[]; done: ReturnType<typeof deferred>; more: () => BusRecord[] }[] = [];
+  readonly calls: {
+    key: string;
+    offsets: number[];
+    done: ReturnType<typeof deferred>;
+    more: () => BusRecord[];
+    arrived: () => Promise<void>;
+  }[] = [];
   readonly commits: bigint[] = [];
   readonly logged: BusLogEntry[] = [];
   capacityCalls = 0;
@@ -42,9 +48,9 @@ class Harness {
       keyed: {
         ...keyedDefaults,
         ...keyed,
-        handler: (records, more) => {
+        handler: (records, more, arrived) => {
           const done = deferred();
-          this.calls.push({ key: records[0].key, offsets: records.map((r) => Number(r.offset)), done, more });
+          this.calls.push({ key: records[0].key, offsets: records.map((r) => Number(r.offset)), done, more, arrived });
           return done.promise;
         },
       },
@@ -66,7 +72,7 @@ class Harness {
     return this.calls.filter((call) => call.key === key).map((call) => call.offsets);
   }
 
-  running(key: string): { offsets: number[]; done: ReturnType<typeof deferred>; more: () => BusRecord[] } {
+  running(key: string): Harness["calls"][number] {
     const open = this.calls.filter((call) => call.key === key);
     return open[open.length - 1];
   }
@@ -226,6 +232,45 @@ describe("keyed dispatcher", () => {
     expect(h.callsOf("b")).to.deep.equal([[1], [5]]);
     h.running("b").done.resolve();
     await until(() => h.commits.at(-1) === 6n, "commit of all");
+  });
+
+  it("arrived() wakes a running call when records of its key come (not another key's), at once when some wait, and at stop", async () => {
+    const h = new Harness();
+    h.dispatcher.offer([record(0, "a"), record(1, "b")]);
+    await until(() => h.calls.length === 2, "a and b");
+    let woken = 0;
+    const waiting = h
+      .running("a")
+      .arrived()
+      .then(() => woken++);
+    h.dispatcher.offer([record(2, "b")]);
+    await pause(20);
+    expect(woken, "b's record does not wake a's call").to.equal(0);
+    h.dispatcher.offer([record(3, "a")]);
+    await waiting;
+    expect(woken).to.equal(1);
+    // Records wait: it resolves at once, until more() has taken them.
+    await h.running("a").arrived();
+    expect(
+      h
+        .running("a")
+        .more()
+        .map((r) => Number(r.offset)),
+    ).to.deep.equal([3]);
+    let late = false;
+    const again = h
+      .running("a")
+      .arrived()
+      .then(() => (late = true));
+    await pause(20);
+    expect(late, "nothing new for a").to.equal(false);
+    // Stopping wakes the waiting call, which then finds nothing more and ends.
+    const stopping = h.dispatcher.stop();
+    await again;
+    expect(h.running("a").more()).to.deep.equal([]);
+    h.running("a").done.resolve();
+    h.running("b").done.resolve();
+    await stopping;
   });
 
   it("stop() starts nothing new, waits for running calls, commits what completed and gives up a retry wait", async () => {

@@ -199,6 +199,52 @@ describe("subscriptions and delivery (real server)", function () {
     }
   });
 
+  it("sends a new event of one emitter while another emitter's delivery to the same webhook still waits for its answer", async () => {
+    const slow = await deploy(admin, EMITTER);
+    const quick = await deploy(admin, EMITTER);
+    const hook = await webhook(admin, "/lanes");
+    await subscribe(admin, slow.id, hook.id);
+    await subscribe(admin, quick.id, hook.id);
+    // The slow emitter's delivery is answered only once the quick one's has arrived (or after 4 s,
+    // below the 5 s after which an answer counts as slow).
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let heldAt: number | undefined;
+    let held = false;
+    let quickArrivedWhileHeld = false;
+    receiver.routes.set("/lanes", (req, res) => {
+      const emitter = req.headers["x-headwater-emitter-id"];
+      if (emitter === slow.id) {
+        heldAt = Date.now();
+        held = true;
+        void Promise.race([released, sleep(4_000)]).then(() => {
+          held = false;
+          res.writeHead(200).end("{}");
+        });
+        return;
+      }
+      quickArrivedWhileHeld = held;
+      release();
+      res.writeHead(200).end("{}");
+    });
+    try {
+      expect((await hit(slow, { n: "slow" })).status).to.equal(200);
+      await eventually("the slow emitter's delivery is held", async () => heldAt);
+      expect((await hit(quick, { n: "quick" })).status).to.equal(200);
+      await receiver.waitFor(at("/lanes"), 2);
+      // Before, a turn sent what it had taken and recorded it before taking what came meanwhile.
+      expect(quickArrivedWhileHeld, "the quick emitter's event did not wait for the slow one's answer").to.equal(true);
+      const attempts = await eventually("both attempts recorded", async () => {
+        const listed = (await admin.get(`/v1/webhooks/${hook.id}/deliveries`)).body;
+        return listed.data.length >= 2 ? listed.data : undefined;
+      });
+      expect(attempts.map((a: { status: string }) => a.status)).to.deep.equal(["delivered", "delivered"]);
+    } finally {
+      receiver.routes.delete("/lanes");
+      release();
+    }
+  });
+
   it("globs reach sources created later; auto-subscriptions apply to sources created after them only", async () => {
     const hook = await webhook(other, "/glob");
     const errorsHook = await webhook(other, "/auto-errors");

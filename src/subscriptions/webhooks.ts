@@ -5,6 +5,7 @@ import { CommandHandler, type HandleOptions, type HandlerOf } from "../../comman
 import { streams } from "../../commands/streams.js";
 import { webhook as webhookDecider, type SealedSecret } from "../../commands/webhooks/webhook.js";
 import type { Webhook } from "../readModels/webhooks.js";
+import { LRUCache } from "lru-cache";
 import type { Sealer } from "../secrets/sealer.js";
 import { generateSecret } from "../delivery/signing.js";
 import { newId, type Clock } from "../ids.js";
@@ -73,15 +74,30 @@ export class Webhooks {
   }
 
   /** The secret in clear (its owner may read it, as in Svix or Convoy). */
+  /**
+   * Opened signing secrets by their sealed text: every delivery is signed, and opening (AES-GCM)
+   * on each one cost more than the signature. A rotation seals a new text, so it is a new entry.
+   */
+  readonly #opened = new LRUCache<string, string>({ max: 10_000 });
+
   secretOf(webhook: Webhook): string {
-    return this.sealer.open(webhook.secret as { $sealed: string }) as string;
+    return this.#open(webhook.secret as { $sealed: string });
+  }
+
+  #open(sealed: { $sealed: string }): string {
+    let clear = this.#opened.get(sealed.$sealed);
+    if (clear === undefined) {
+      clear = this.sealer.open(sealed) as string;
+      this.#opened.set(sealed.$sealed, clear);
+    }
+    return clear;
   }
 
   /** Every secret that signs deliveries now: the current one, and the previous one during its grace period. */
   signingSecrets(webhook: Webhook, now: number): string[] {
     const previous =
       webhook.previousSecret && webhook.previousSecret.validUntil > now
-        ? [this.sealer.open(webhook.previousSecret.secret as { $sealed: string }) as string]
+        ? [this.#open(webhook.previousSecret.secret as { $sealed: string })]
         : [];
     return [this.secretOf(webhook), ...previous];
   }

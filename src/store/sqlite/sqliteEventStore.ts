@@ -227,10 +227,10 @@ class SqliteEventStore implements EventStore {
    */
   private startForeignCommitPoll(): void {
     if (this.foreignCommitPoll !== undefined) return;
-    this.dataVersion = this.db.pragma("data_version", { simple: true }) as number;
+    this.dataVersion = this.readDataVersion();
     this.foreignCommitPoll = setInterval(() => {
       if (this.closed) return;
-      const version = this.db.pragma("data_version", { simple: true }) as number;
+      const version = this.readDataVersion();
       if (version !== this.dataVersion) {
         this.dataVersion = version;
         this.signal.notify();
@@ -271,7 +271,14 @@ class SqliteEventStore implements EventStore {
    * after a truncation: no wake-up follows it.
    */
   private ownCommitSeen(): void {
-    if (this.foreignCommitPoll !== undefined && !this.closed) this.dataVersion = this.db.pragma("data_version", { simple: true }) as number;
+    if (this.foreignCommitPoll !== undefined && !this.closed) this.dataVersion = this.readDataVersion();
+  }
+
+  /** Prepared once: `db.pragma()` prepares its statement on every call, and this runs after every commit group. */
+  #dataVersion: Statement<[], number> | undefined;
+  private readDataVersion(): number {
+    this.#dataVersion ??= this.db.prepare<[], number>("PRAGMA data_version").pluck();
+    return this.#dataVersion.get()!;
   }
 
   async close(): Promise<void> {

@@ -261,10 +261,14 @@ export class DeliveryWorker {
       const idle = Promise.all([...running]).then(() => "idle" as const);
       const next = await Promise.race([arrived().then(() => "arrived" as const), idle]);
       const later = more();
-      if (later.length > 0) take(later);
-      else if (next === "idle")
-        break; // nothing runs and nothing came
-      else await idle; // woken without records (the consumer stops): finish what runs
+      if (later.length > 0) {
+        take(later);
+        continue;
+      }
+      // Nothing runs and nothing came; or woken without records, which means the consumer stops
+      // (a shutdown, or a rebalance that takes the partition away): finish what runs, and end.
+      if (next === "arrived") await idle;
+      break;
     }
     await Promise.all([...running]);
     // Everything attempted or left unsent is recorded before the turn ends (and its offsets commit).

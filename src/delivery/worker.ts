@@ -118,7 +118,15 @@ export class DeliveryWorker {
     };
     switch (listenerKindOf(listenerId)) {
       case "webhook":
-        return this.#webhookTurn(listenerId, read(records), () => read(more()), arrived);
+        return this.#webhookTurn(
+          listenerId,
+          read(records),
+          () => {
+            const taken = more();
+            return taken.length === 0 ? undefined : read(taken); // a kick has no delivery, but it came
+          },
+          arrived,
+        );
       case "source":
       case "workflow":
         return this.#toRun(listenerId, read(records));
@@ -178,7 +186,8 @@ export class DeliveryWorker {
   async #webhookTurn(
     listenerId: string,
     incoming: readonly Delivery[],
-    more: () => Delivery[],
+    /** The deliveries of the records that arrived since; undefined when none did. */
+    more: () => Delivery[] | undefined,
     arrived: () => Promise<void>,
   ): Promise<void> {
     const webhook = this.deps.webhooks.webhook(listenerId);
@@ -261,7 +270,7 @@ export class DeliveryWorker {
       const idle = Promise.all([...running]).then(() => "idle" as const);
       const next = await Promise.race([arrived().then(() => "arrived" as const), idle]);
       const later = more();
-      if (later.length > 0) {
+      if (later !== undefined) {
         take(later);
         continue;
       }

@@ -73,13 +73,13 @@ export class Webhooks {
     return this.#webhooks.handle(id, { type: "DeleteWebhook", data: { id, at: this.clock.now() } }, options);
   }
 
-  /** The secret in clear (its owner may read it, as in Svix or Convoy). */
   /**
    * Opened signing secrets by their sealed text: every delivery is signed, and opening (AES-GCM)
    * on each one cost more than the signature. A rotation seals a new text, so it is a new entry.
    */
   readonly #opened = new LRUCache<string, string>({ max: 10_000 });
 
+  /** The secret in clear (its owner may read it, as in Svix or Convoy). */
   secretOf(webhook: Webhook): string {
     return this.#open(webhook.secret as { $sealed: string });
   }

@@ -122,6 +122,19 @@ async function main(): Promise<void> {
     if (o.warm) throw new Error("expected a fresh isolate");
   }
 
+  // A new source when the runner child is full: it takes over the idle isolate of another source of
+  // the same owner and version with a fresh context (context + prelude + bundle, no new isolate).
+  const full = new Runtime({ cacheDir, workers: 1, maxWarmIsolates: 1 });
+  await full.ready();
+  const takeOver: number[] = [];
+  for (let i = 0; i < 61; i++) {
+    const t = process.hrtime.bigint();
+    const o = await full.invoke(base(`dc_takeover${i}`));
+    if (i > 0) takeOver.push(us(process.hrtime.bigint() - t)); // the first creates the isolate
+    if (!o.ok || o.warm) throw new Error("expected a cold start");
+  }
+  await full.close();
+
   // A component importing the heavy Node modules (bundled into it on demand, not into the prelude):
   // what such a component pays for a fresh isolate, and for its save.
   const heavyCode = `import zlib from "zlib"; import http from "http"; import fs from "fs"; import { Readable } from "stream";
@@ -184,6 +197,7 @@ Runtime: ${workers} runner processes (one per CPU), default limits.
 | … of which inside the runner child | ${fmt(median(warmInChild))} µs | ${fmt(p95(warmInChild))} µs | \`outcome.wallMs\`: one async call into the isolate and back (isolated-vm thread hop) |
 | warm invocation, 10 \`$emit\` + 3 \`db.set\` | ${fmt(median(busyTimes))} µs | ${fmt(p95(busyTimes))} µs | same source, warm isolate, 1000 sequential calls |
 | fresh isolate, known bundle (new source) | ${fmt(freshMed)} µs | ${fmt(p95(fresh))} µs | new isolate + context + prelude, compiled-code cache hit |
+| new source taking over an idle isolate (runner full) | ${fmt(median(takeOver))} µs | ${fmt(p95(takeOver))} µs | fresh context + prelude + bundle in the isolate of another source of the same owner and version (\`maxWarmIsolates\` reached) |
 | cold start of a new component version (invoke only) | ${fmt(newMed)} µs | ${fmt(p95(newVersion))} µs | new bundle, compiled without cache |
 | prepareComponent of a new version | ${fmt(median(prepareTimes))} µs | ${fmt(p95(prepareTimes))} µs | esbuild bundle + load and describe in a throwaway isolate + validation |
 | fresh isolate, known bundle importing \`zlib\`, \`http\`, \`fs\`, \`stream\` | ${fmt(median(heavyFresh))} µs | ${fmt(p95(heavyFresh))} µs | the Node polyfills are bundled into this component only (bundle ${fmt(heavy.bundle.length / 1024)} KB; its first save took ${fmt(heavyPrepareUs / 1000)} ms) |
@@ -192,14 +206,16 @@ Ratios (same run):
 
 - warm invocation / IPC baseline: **${(warmMed / ipcMed).toFixed(1)}×** (the sandbox adds ${fmt(warmMed - ipcMed)} µs per call over the bare IPC round trip)
 - fresh isolate / warm invocation: **${(freshMed / warmMed).toFixed(1)}×**
+- taking over an idle isolate / warm invocation: **${(median(takeOver) / warmMed).toFixed(1)}×**
 - new version cold start / warm invocation: **${(newMed / warmMed).toFixed(1)}×**
 
 The rest of a warm call is the IPC round trip, slower than the idle baseline because the child also
 wakes an isolate thread per call. Emits cross to the runner child fire-and-forget; each \`db.set\` is
 one synchronous call to the child (it keeps the authoritative db and checks every write), a thread
 hop of about 20 µs plus waiting for the emits queued ahead of it. A fresh isolate costs isolate +
-context creation and running the prelude (console, timers, URL, Buffer, fetch, process, module
-registry; ${fmt(prelude.length / 1024)} KB) before the component's own code. The heavier Node modules
+context creation and running the prelude (${fmt(prelude.length / 1024)} KB: the bridge, console, timers, emit, db and
+invoke; Buffer, events, util, URL, fetch, axios, crypto and process are globals and modules made on
+their first use) before the component's own code. The heavier Node modules
 (stream, http/https, fs, zlib, path, os, string_decoder, assert) are not in the prelude: a
 component that imports them carries them in its own bundle.
 

@@ -189,6 +189,53 @@ describe("runtime: modules in the sandbox", function () {
     expect((second.emits[0]?.event as { leftover: number }).leftover).to.equal(0);
   });
 
+  it("globals made on first use behave as ordinary ones: one value each, shared with the modules, and replaceable before first use", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      `module.exports = { name: "lazy", version: "1", async run() {
+         const req = (n) => require(n);
+         const mine = async () => "mine";
+         globalThis.fetch = mine; // replaced before anything read it
+         const out = {
+           fetchReplaced: fetch === mine && globalThis.fetch === mine,
+           bufferShared: Buffer === req("buffer").Buffer && Buffer === globalThis.Buffer,
+           eventsShared: req("events") === req("events").EventEmitter && process instanceof req("events"),
+           processShared: process === req("process") && process === globalThis.process,
+           urlShared: URL === req("url").URL,
+           sameTwice: req("util") === req("util") && req("axios") === req("axios"),
+           kinds: [typeof URL, typeof TextEncoder, typeof Headers, typeof AbortController, typeof crypto.randomUUID],
+           notEnumerable: Object.keys(globalThis).filter((k) => ["Buffer", "URL", "process", "fetch"].includes(k)),
+           text: new TextDecoder().decode(new TextEncoder().encode("héllo")),
+           base64: btoa("hi") + atob("aGk="),
+           fetched: await fetch(),
+         };
+         for (const name of ["toString", "constructor", "__proto__", "hasOwnProperty"]) {
+           try { req(name); out[name] = "loaded"; } catch (e) { out[name] = e.message.startsWith('require("' + name + '"): this module is not available') ? "refused" : e.message; }
+         }
+         this.$emit(out);
+       } };`,
+    );
+    const outcome = await runtime.invoke(invocation(prepared));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits[0].event).to.deep.equal({
+      fetchReplaced: true,
+      bufferShared: true,
+      eventsShared: true,
+      processShared: true,
+      urlShared: true,
+      sameTwice: true,
+      kinds: ["function", "function", "function", "function", "function"],
+      notEnumerable: [],
+      text: "héllo",
+      base64: "aGk=hi",
+      fetched: "mine",
+      toString: "refused",
+      constructor: "refused",
+      __proto__: "refused",
+      hasOwnProperty: "refused",
+    });
+  });
+
   it("supports dynamic require of provided built-ins and explains the others", async () => {
     const prepared = await prepareCode(
       runtime,

@@ -1,8 +1,17 @@
 // console.* captured for the source's logs, within the per-invocation line and byte budget.
 import { host } from "./bridge.js";
 import { current } from "./invocationState.js";
-import { format, inspect } from "./modules/util.js";
 import { cut } from "./primordials.js";
+
+type Util = typeof import("./modules/util.js");
+let utilModule: Util | undefined;
+/**
+ * util is loaded on the first line that needs formatting, not with the prelude: most runs never
+ * format a value, and loading it is a noticeable part of a fresh context's setup (the prelude
+ * bundle turns this require into a lazily run module).
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the bundle runs a required module on first use
+const util = (): Util => (utilModule ??= require("./modules/util.js") as Util);
 
 function write(level: string, args: unknown[]): void {
   const s = current();
@@ -16,7 +25,7 @@ function write(level: string, args: unknown[]): void {
   if (args.length === 1 && typeof args[0] === "string") message = args[0];
   else {
     try {
-      message = format(...args);
+      message = util().format(...args);
     } catch (err) {
       message = `[unprintable value: ${String((err as Error)?.message ?? err)}]`;
     }
@@ -51,8 +60,8 @@ export const sandboxConsole = {
           .slice(2)
           .join("\n"),
     ]),
-  dir: (v: unknown, opts?: { depth?: number }) => write("log", [inspect(v, opts)]),
-  table: (v: unknown) => write("log", [inspect(v, { depth: 3 })]),
+  dir: (v: unknown, opts?: { depth?: number }) => write("log", [util().inspect(v, opts)]),
+  table: (v: unknown) => write("log", [util().inspect(v, { depth: 3 })]),
   assert: (cond: unknown, ...a: unknown[]) => {
     if (!cond) write("error", ["Assertion failed" + (a.length ? ":" : ""), ...a]);
   },

@@ -2,30 +2,45 @@
 // bridge, installs the globals a component expects (console, timers, URL, TextEncoder, Buffer,
 // fetch, crypto.getRandomValues) and the module registry, then exposes load / invoke / describe /
 // dispatch to the host through one global the host removes right away.
-import { Buffer, INSPECT_MAX_BYTES, kMaxLength, SlowBuffer } from "buffer";
-import EventEmitter from "events";
-import { registerReadable } from "./bodyStream.js";
+//
+// What a run always needs (the bridge, console, timers, emit, db, invoke) is set up here. The
+// rest (Buffer, events, util, URL, fetch, axios, crypto, process, ...) is made on first use: a
+// global is an accessor that replaces itself with the value, a module of the registry a getter.
+// Most runs touch few of them, and making them all was most of a fresh context's setup
+// (bench/results/runtime.md). The prelude bundle turns each `require` below into a module run
+// on its first call, once (an `import` would run the module when the prelude starts).
+/* eslint-disable @typescript-eslint/no-require-imports -- see above: require is what makes a module lazy in the bundle */
 import { setBridge, takeBridge } from "./bridge.js";
 import { exportedComponent, isRecord, type AnyRecord } from "./component.js";
 import { sandboxConsole } from "./console.js";
 import { describeComponent } from "./describe.js";
-import { AbortController, AbortSignal, fetch, Headers, nodeFetchModule, Response } from "./fetch.js";
 import { HttpBridgeError, hostRequest, settleHttp } from "./http.js";
 import { errorFields, invoke, loadResultJson } from "./invoke.js";
 import { stringify } from "./primordials.js";
-import axios from "./modules/axios.js";
-import * as cryptoModule from "./modules/crypto.js";
-import * as platform from "./modules/platform.js";
-import * as querystring from "./modules/querystring.js";
 import * as types from "./modules/types.js";
-import * as urlModule from "./modules/url.js";
-import * as util from "./modules/util.js";
-import { sandboxProcess } from "./process.js";
-import { TextDecoder, TextEncoder } from "./textCodec.js";
 import { tmpStore } from "./tmpStore.js";
 import { fireTimer, setUncaughtHandler, timerGlobals, timersModule } from "./timers.js";
-import { URL, URLSearchParams } from "./url.js";
 
+/** `make()` once, on first use; the same value after. */
+function once<T>(make: () => T): () => T {
+  let made = false;
+  let value: T;
+  return () => {
+    if (!made) {
+      value = make();
+      made = true;
+    }
+    return value;
+  };
+}
+
+const bufferLib = once(() => require("buffer") as typeof import("buffer"));
+const EventEmitter = once(() => require("events") as typeof import("events"));
+const fetchLib = once(() => require("./fetch.js") as typeof import("./fetch.js"));
+const cryptoModule = once(() => require("./modules/crypto.js") as typeof import("./modules/crypto.js"));
+const urlLib = once(() => require("./url.js") as typeof import("./url.js"));
+const textCodec = once(() => require("./textCodec.js") as typeof import("./textCodec.js"));
+const sandboxProcess = once(() => (require("./process.js") as typeof import("./process.js")).sandboxProcess);
 setBridge(takeBridge());
 setUncaughtHandler((err) => sandboxConsole.error("Uncaught exception:", err));
 
@@ -35,7 +50,23 @@ function defineGlobal(name: string, value: unknown): void {
   Object.defineProperty(g, name, { value, writable: true, configurable: true, enumerable: false });
 }
 
-const webCrypto = { getRandomValues: cryptoModule.getRandomValues, randomUUID: cryptoModule.randomUUID };
+/** A global made on first read (or replaced by a write before it), then an ordinary writable one. */
+function defineLazyGlobal(name: string, make: () => unknown): void {
+  Object.defineProperty(g, name, {
+    get() {
+      const value = make();
+      defineGlobal(name, value);
+      return value;
+    },
+    set(value: unknown) {
+      defineGlobal(name, value);
+    },
+    enumerable: false,
+    configurable: true,
+  });
+}
+
+const webCrypto = once(() => ({ getRandomValues: cryptoModule().getRandomValues, randomUUID: cryptoModule().randomUUID }));
 const performance = {
   now: (() => {
     const t0 = Date.now();
@@ -43,72 +74,93 @@ const performance = {
   })(),
   timeOrigin: Date.now(),
 };
+const atob = (s: string) => bufferLib().Buffer.from(String(s), "base64").toString("latin1");
+const btoa = (s: string) => bufferLib().Buffer.from(String(s), "latin1").toString("base64");
 
 const globals: AnyRecord = {
   console: sandboxConsole,
   ...timerGlobals,
-  URL,
-  URLSearchParams,
-  TextEncoder,
-  TextDecoder,
-  Buffer,
-  fetch,
-  Headers,
-  Response,
-  AbortController,
-  AbortSignal,
-  crypto: webCrypto,
   performance,
   global: globalThis,
-  process: sandboxProcess,
-  atob: (s: string) => Buffer.from(String(s), "base64").toString("latin1"),
-  btoa: (s: string) => Buffer.from(String(s), "latin1").toString("base64"),
+  atob,
+  btoa,
   structuredClone: (v: unknown) => (v === undefined ? undefined : JSON.parse(stringify(v))),
 };
 for (const [name, value] of Object.entries(globals)) defineGlobal(name, value);
+const lazyGlobals: Record<string, () => unknown> = {
+  URL: () => urlLib().URL,
+  URLSearchParams: () => urlLib().URLSearchParams,
+  TextEncoder: () => textCodec().TextEncoder,
+  TextDecoder: () => textCodec().TextDecoder,
+  Buffer: () => bufferLib().Buffer,
+  fetch: () => fetchLib().fetch,
+  Headers: () => fetchLib().Headers,
+  Response: () => fetchLib().Response,
+  AbortController: () => fetchLib().AbortController,
+  AbortSignal: () => fetchLib().AbortSignal,
+  crypto: webCrypto,
+  process: sandboxProcess,
+};
+for (const [name, make] of Object.entries(lazyGlobals)) defineLazyGlobal(name, make);
 // WebAssembly memory is allocated outside the isolate's heap limit, so it is not offered.
 delete g["WebAssembly"];
 
-const bufferExports = {
-  Buffer,
-  SlowBuffer,
-  kMaxLength,
-  INSPECT_MAX_BYTES,
-  constants: { MAX_LENGTH: kMaxLength, MAX_STRING_LENGTH: 2 ** 29 - 24 },
-  atob: globals["atob"],
-  btoa: globals["btoa"],
-};
-const bufferModule = { ...bufferExports, default: bufferExports };
+const bufferModule = once(() => {
+  const { Buffer, SlowBuffer, kMaxLength, INSPECT_MAX_BYTES } = bufferLib();
+  const exports = {
+    Buffer,
+    SlowBuffer,
+    kMaxLength,
+    INSPECT_MAX_BYTES,
+    constants: { MAX_LENGTH: kMaxLength, MAX_STRING_LENGTH: 2 ** 29 - 24 },
+    atob,
+    btoa,
+  };
+  return { ...exports, default: exports };
+});
 
-const eventsModule = Object.assign(EventEmitter, { EventEmitter, default: EventEmitter });
+const eventsModule = once(() => {
+  const emitter = EventEmitter();
+  return Object.assign(emitter, { EventEmitter: emitter, default: emitter });
+});
+const nodeFetchModule = () => fetchLib().nodeFetchModule;
 
-/** Built-in modules the component bundle reads through its virtual modules. */
-const modules: AnyRecord = {
+/** Built-in modules the component bundle reads through its virtual modules, each made on first use. */
+const modules: Record<string, () => unknown> = {
   crypto: cryptoModule,
   buffer: bufferModule,
-  url: urlModule,
-  querystring,
-  util,
+  url: once(() => require("./modules/url.js")),
+  querystring: once(() => require("./modules/querystring.js")),
+  util: once(() => require("./modules/util.js")),
   events: eventsModule,
-  timers: timersModule,
-  "timers/promises": timersModule.promises,
-  "@pipedream/platform": platform,
-  "@pipedream/types": types,
-  axios,
+  timers: () => timersModule,
+  "timers/promises": () => timersModule.promises,
+  "@pipedream/platform": once(() => require("./modules/platform.js")),
+  "@pipedream/types": () => types,
+  axios: once(() => (require("./modules/axios.js") as typeof import("./modules/axios.js")).default),
   "node-fetch": nodeFetchModule,
   "cross-fetch": nodeFetchModule,
   "isomorphic-fetch": nodeFetchModule,
   process: sandboxProcess,
-  perf_hooks: { performance, default: { performance } },
+  perf_hooks: () => ({ performance, default: { performance } }),
   // What the Node modules bundled on demand (isolate/node/) build on: the host HTTP bridge and /tmp.
-  "headwater:internals": Object.freeze({ hostRequest, HttpBridgeError, tmp: tmpStore, registerReadable }),
+  "headwater:internals": once(() =>
+    Object.freeze({
+      hostRequest,
+      HttpBridgeError,
+      tmp: tmpStore,
+      registerReadable: (require("./bodyStream.js") as typeof import("./bodyStream.js")).registerReadable,
+    }),
+  ),
 };
-Object.defineProperty(g, "__hw_modules", { value: Object.freeze({ ...modules }), enumerable: false, writable: false, configurable: false });
+const registry = {};
+for (const [name, make] of Object.entries(modules)) Object.defineProperty(registry, name, { get: make, enumerable: true });
+Object.defineProperty(g, "__hw_modules", { value: Object.freeze(registry), enumerable: false, writable: false, configurable: false });
 
 function sandboxRequire(name: unknown): unknown {
   const id = String(name).replace(/^node:/, "");
-  const found = modules[id];
-  if (found !== undefined) return found;
+  const make = Object.prototype.hasOwnProperty.call(modules, id) ? modules[id] : undefined;
+  if (make !== undefined) return make();
   throw new Error(
     `require("${String(name)}"): this module is not available in the sandbox (only modules imported by name in the code are bundled)`,
   );

@@ -402,6 +402,23 @@ describe("user CLI (real binary, real server)", function () {
       expect(events.status, events.stderr).to.equal(0);
       expect(events.json).to.deep.equal([]);
       expect(hw("whoami").stdout).to.match(/orgs\s+CLI Org \(o_/);
+
+      // Webhooks and subscriptions in the organization too.
+      const hook = hw("webhook", "create", "https://hooks.invalid/org", "--name", "org-hook", "--org", org.json.id, "--json");
+      expect(hook.status, hook.stderr).to.equal(0);
+      expect(hw("list", "webhooks", "--org", org.json.id, "--json").json.map((w: any) => w.id)).to.deep.equal([hook.json.id]);
+      expect(
+        hw("list", "webhooks", "--json").json.map((w: any) => w.id),
+        "not among the user's own",
+      ).to.not.include(hook.json.id);
+      const subscribed = hw("subscribe", "--emitter", "org-hook", "--listener", hook.json.id, "--org", org.json.id, "--json");
+      expect(subscribed.status, subscribed.stderr).to.equal(0);
+      const orgSubscriptions = hw("list", "subscriptions", "--org", org.json.id, "--json").json;
+      expect(orgSubscriptions.map((x: any) => [x.emitter_id, x.listener_id])).to.deep.equal([[deployed.json.id, hook.json.id]]);
+      expect(
+        hw("list", "subscriptions", "--json").json.map((x: any) => x.listener_id),
+        "the subscription is the organization's",
+      ).to.not.include(hook.json.id);
     });
   });
 

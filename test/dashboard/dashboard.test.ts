@@ -487,4 +487,61 @@ describe("web dashboard (headless Chromium, real server)", function () {
     await page.waitForSelector("#sign-in:not([hidden])");
     expect(await page.$eval("#app", (el) => (el as any).hidden)).to.equal(true);
   });
+
+  it("switches to an organization's workspace: its lists, and what is created there belongs to it", async () => {
+    const admin = server.client();
+    const me = (await admin.get("/v1/users/me")).body.data;
+    const org = server.cli("admin", "org", "create", "--name", "Tea Traders", "--owner", me.id).json;
+    expect(org.id, JSON.stringify(org)).to.match(/^o_/);
+
+    // The user's organizations are read at sign-in.
+    await page.type("#api-key", server.bootstrapKey);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#view-sources:not([hidden])");
+    await page.waitForFunction(() => (document.querySelector("#sources-body")?.textContent ?? "").includes("orders"));
+    expect(await page.$eval("#workspace-field", (el) => (el as any).hidden)).to.equal(false);
+    expect(await page.$eval("#workspace", (el) => (el as any).value), "personal first").to.equal("");
+
+    await page.select("#workspace", org.id);
+    await page.waitForFunction(
+      () => !document.querySelector("#sources-empty")?.hidden && document.querySelectorAll("#sources-body tr").length === 0,
+      {
+        timeout: 10_000,
+      },
+    );
+
+    await page.goto(`${server.url}/#/deploy`);
+    await page.waitForSelector("#view-deploy:not([hidden])");
+    await page.$eval("#deploy-name", (el) => ((el as any).value = ""));
+    await page.type("#deploy-name", "org-orders");
+    await page.$eval("#deploy-code", (el, code) => ((el as any).value = code), COMPONENT);
+    await page.click("#deploy-form button[type=submit]");
+    await page.waitForFunction(() => (document.querySelector("#deploy-result")?.textContent ?? "").startsWith("Deployed"));
+    const orgSources = (await admin.get(`/v1/orgs/${org.id}/sources`)).body.data.map((x: { name: string }) => x.name);
+    const ownSources = (await admin.get("/v1/users/me/sources")).body.data.map((x: { name: string }) => x.name);
+    expect(orgSources).to.deep.equal(["org-orders"]);
+    expect(ownSources).to.include("orders").and.not.include("org-orders");
+
+    await page.goto(`${server.url}/#/webhooks`);
+    await page.waitForSelector("#view-webhooks:not([hidden])");
+    expect(await text("#webhooks-body"), "the personal webhook is not the organization's").not.to.include("orders-hook");
+    await page.type("#webhook-url", "https://hooks.invalid/tea");
+    await page.type("#webhook-name", "tea-hook");
+    await page.click("#webhook-form button[type=submit]");
+    await page.waitForFunction(() => (document.querySelector("#webhooks-body")?.textContent ?? "").includes("tea-hook"));
+    expect((await admin.get(`/v1/orgs/${org.id}/webhooks`)).body.data.map((w: { name: string }) => w.name)).to.deep.equal(["tea-hook"]);
+
+    await page.goto(`${server.url}/#/sources`);
+    await page.waitForFunction(() => (document.querySelector("#sources-body")?.textContent ?? "").includes("org-orders"));
+    expect(await page.$$eval("#sources-body tr", (rows) => rows.length), "only the organization's").to.equal(1);
+    await page.select("#workspace", "");
+    await page.waitForFunction(
+      () => {
+        const t = document.querySelector("#sources-body")?.textContent ?? "";
+        return t.includes("orders") && !t.includes("org-orders");
+      },
+      { timeout: 10_000 },
+    );
+    expect(pageErrors).to.deep.equal([]);
+  });
 });

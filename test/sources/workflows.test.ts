@@ -358,6 +358,23 @@ steps:
     ]);
   });
 
+  it("deploys into an organization with org_id in the query (as every other create) or in the body", async () => {
+    const me = (await admin.get("/v1/users/me")).body.data;
+    const org = server.cli("admin", "org", "create", "--name", "Workflow Org", "--owner", me.id).json;
+    const definition = { name: "Org flow", trigger: "http", steps: [{ name: "a", code: "async () => 1" }] };
+    const byQuery = await admin.post(`/v1/workflows?org_id=${org.id}`, { definition, key: "org-by-query" });
+    expect(byQuery.status, JSON.stringify(byQuery.body)).to.equal(200);
+    const byBody = await admin.post("/v1/workflows", { definition, key: "org-by-body", org_id: org.id });
+    expect(byBody.status, JSON.stringify(byBody.body)).to.equal(200);
+    const orgKeys = (await admin.get(`/v1/orgs/${org.id}/workflows`)).body.data.map((w: any) => w.key).sort();
+    expect(orgKeys).to.deep.equal(["org-by-body", "org-by-query"]);
+    const ownKeys = (await admin.get("/v1/users/me/workflows?limit=100")).body.data.map((w: any) => w.key);
+    expect(ownKeys).to.not.include("org-by-query");
+    // Another user's organization is not one to act in.
+    const refused = await other.post(`/v1/workflows?org_id=${org.id}`, { definition, key: "intruder" });
+    expect(refused.status).to.equal(404);
+  });
+
   it("lists the last 100 emits with cursors; large events are truncated unless expand=event", async () => {
     const workflow = await deployWorkflow(admin, {
       name: "Many",

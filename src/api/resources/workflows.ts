@@ -185,9 +185,9 @@ export function workflowRoutes(deps: WorkflowDeps): Route[] {
       fields: Object.keys(Workflow.properties),
       errors: ["not_found", "json_too_deep"],
       response: { description: "the workflow's current version", schema: Data(Workflow) },
-      async handle({ caller, body }) {
+      async handle({ caller, body, query }) {
         const definition = parseDefinition(body.definition);
-        const ownerId = deps.access.ownerForCreate(caller, body.org_id);
+        const ownerId = deps.access.ownerForCreate(caller, body.org_id ?? query.org_id);
         const deployed = await written(
           deps,
           deps.workflows.deploy(

@@ -2,13 +2,13 @@
 // answers their values), a form to connect one (a password input per credential field, emptied
 // once sent and never shown again) and Delete, confirmed in place; while sources bind an account
 // the API refuses (409 account_in_use) and the page names those sources.
-import { post, del, listAll } from "./api.js";
+import { post, del, listAll, listPath, createPath } from "./api.js";
 import { $, h, clear, announce, time, confirmInline } from "./dom.js";
 
 let rows = 0;
 
 export async function showAccounts() {
-  const accounts = await listAll("/v1/users/me/accounts");
+  const accounts = await listAll(listPath("accounts"));
   clear($("#account-error"));
   const body = clear($("#accounts-body"));
   for (const account of accounts) {
@@ -68,7 +68,7 @@ async function remove(account, row, button) {
     if (error.code === "account_in_use" && sources.length > 0) {
       let names = new Map();
       try {
-        names = new Map((await listAll("/v1/users/me/sources")).map((source) => [source.id, source.name]));
+        names = new Map((await listAll(listPath("sources"))).map((source) => [source.id, source.name]));
       } catch {
         // the ids alone, then
       }
@@ -227,7 +227,7 @@ export function setUpAccounts() {
     const button = event.submitter ?? $("#account-form button[type=submit]");
     button.disabled = true;
     try {
-      const account = (await post("/v1/accounts", { app, ...(name ? { name } : {}), auth })).data;
+      const account = (await post(createPath("/v1/accounts"), { app, ...(name ? { name } : {}), auth })).data;
       // The credentials are gone from the page: nothing keeps or shows them after this.
       resetFields();
       $("#account-app").value = "";

@@ -3,6 +3,8 @@
 // since a browser's EventSource cannot send an Authorization header.
 
 let apiKey = "";
+/** The organization the pages act in ({ id, name }), or undefined for the signed-in user's own. */
+let workspace;
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -27,7 +29,19 @@ export async function signIn(key) {
 
 export function signOut() {
   apiKey = "";
+  workspace = undefined;
 }
+
+export const currentWorkspace = () => workspace;
+export function setWorkspace(org) {
+  workspace = org;
+}
+
+/** Where the current workspace's resources of one kind are listed (`sources`, `webhooks`, …). */
+export const listPath = (kind) => (workspace ? `/v1/orgs/${encodeURIComponent(workspace.id)}/${kind}` : `/v1/users/me/${kind}`);
+
+/** A create request acting in the current workspace: the API takes the organization as `org_id` in the query. */
+export const createPath = (path) => (workspace ? `${path}?org_id=${encodeURIComponent(workspace.id)}` : path);
 
 export async function request(method, path, body) {
   const headers = { authorization: `Bearer ${apiKey}` };

@@ -1,7 +1,7 @@
 // The dashboard's entry: sign in, then one view per hash route (#/sources, #/source/dc_…,
 // #/deploy, #/workflows, #/workflow/p_…, #/accounts, #/webhooks, #/subscriptions, #/usage). The
 // key lives in api.js's memory only.
-import { signIn, signOut, signedIn, get } from "./api.js";
+import { signIn, signOut, signedIn, get, setWorkspace } from "./api.js";
 import { $, h, clear, announce } from "./dom.js";
 import { showSources, showSource, leaveSource } from "./sources.js";
 import { setUpDeploy } from "./deploy.js";
@@ -86,11 +86,34 @@ async function showUsage() {
     );
 }
 
+/**
+ * The workspace switch: the user's own resources or one of their organizations'. Lists show the
+ * workspace's, and what is created there belongs to it. Shown only to members of an organization.
+ */
+function offerWorkspaces(user) {
+  const select = clear($("#workspace"));
+  select.append(h("option", { value: "" }, `Personal (${user.username})`));
+  for (const org of user.orgs ?? []) select.append(h("option", { value: org.id }, `${org.name} (organization)`));
+  select.value = "";
+  setWorkspace(undefined);
+  $("#workspace-field").hidden = !(user.orgs?.length > 0);
+  select.onchange = () => {
+    const org = (user.orgs ?? []).find((o) => o.id === select.value);
+    setWorkspace(org ? { id: org.id, name: org.name } : undefined);
+    announce(org ? `Workspace: ${org.name}` : "Workspace: personal");
+    // An item page belongs to the workspace it was opened from: go back to its list.
+    const [, view] = /^#\/([a-z]+)/.exec(location.hash) ?? [];
+    if (view in PARENT) location.hash = `#/${PARENT[view]}`;
+    else void route();
+  };
+}
+
 function signedInAs(user) {
   $("#sign-in").hidden = true;
   $("#app").hidden = false;
   $("#who").hidden = false;
   $("#who").textContent = `${user.username} · ${user.id}`;
+  offerWorkspaces(user);
   $("#sign-out").hidden = false;
   if (!location.hash || location.hash === "#") location.hash = "#/sources";
   else void route();
@@ -127,6 +150,7 @@ $("#sign-out").addEventListener("click", () => {
   for (const input of document.querySelectorAll("input[type=password]")) input.value = "";
   $("#app").hidden = true;
   $("#who").hidden = true;
+  $("#workspace-field").hidden = true;
   $("#sign-out").hidden = true;
   $("#sign-in").hidden = false;
   history.replaceState(null, "", location.pathname);

@@ -1,7 +1,7 @@
 // Deploy: paste or upload a component, optional name and props; the API's validation errors are
 // shown next to the field they concern (details paths: component.* → code, configured_props.* →
 // props, body.name → name), the rest above the button.
-import { post } from "./api.js";
+import { post, createPath } from "./api.js";
 import { $, h, clear, announce } from "./dom.js";
 
 const FIELDS = {
@@ -78,7 +78,7 @@ export function setUpDeploy() {
     $("#deploy-result").textContent = "Deploying…";
     try {
       const body = { component_code: code, ...(name ? { name } : {}), ...(props !== undefined ? { configured_props: props } : {}) };
-      const source = (await post("/v1/sources", body)).data;
+      const source = (await post(createPath("/v1/sources"), body)).data;
       const endpoint = source.configured_props?.http?.endpoint_url;
       $("#deploy-result").replaceChildren(
         "Deployed ",

@@ -1,10 +1,11 @@
 // Webhooks (with their delivery attempts) and subscriptions: listings and create forms over the
-// API's /v1/users/me/webhooks, /v1/webhooks/{id}/deliveries and /v1/users/me/subscriptions.
-import { get, post, listAll } from "./api.js";
+// API's webhooks and subscriptions listings of the current workspace (the user's own or an
+// organization's) and /v1/webhooks/{id}/deliveries.
+import { get, post, listAll, listPath, createPath } from "./api.js";
 import { $, h, clear, announce, time } from "./dom.js";
 
 export async function showWebhooks() {
-  const hooks = await listAll("/v1/users/me/webhooks");
+  const hooks = await listAll(listPath("webhooks"));
   const body = clear($("#webhooks-body"));
   $("#deliveries").hidden = true;
   for (const hook of hooks) {
@@ -63,7 +64,7 @@ async function showDeliveries(hook) {
 
 export async function showSubscriptions() {
   // Not paginated: the seed's listing answers every subscription at once.
-  const subscriptions = (await get("/v1/users/me/subscriptions")).data;
+  const subscriptions = (await get(listPath("subscriptions"))).data;
   const body = clear($("#subscriptions-body"));
   for (const s of subscriptions) {
     body.append(
@@ -93,7 +94,7 @@ export function setUpRouting() {
     url.removeAttribute("aria-invalid");
     try {
       const name = $("#webhook-name").value.trim();
-      await post("/v1/webhooks", { url: url.value.trim(), ...(name ? { name } : {}) });
+      await post(createPath("/v1/webhooks"), { url: url.value.trim(), ...(name ? { name } : {}) });
       url.value = "";
       $("#webhook-name").value = "";
       announce("Webhook created");
@@ -107,7 +108,7 @@ export function setUpRouting() {
     event.preventDefault();
     $("#subscription-error").textContent = "";
     try {
-      await post("/v1/subscriptions", {
+      await post(createPath("/v1/subscriptions"), {
         emitter_id: $("#sub-emitter").value.trim(),
         listener_id: $("#sub-listener").value.trim(),
         event_name: $("#sub-channel").value.trim(),

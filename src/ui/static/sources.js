@@ -1,7 +1,7 @@
 // Sources: the list (state, endpoint URL), and one source's page with its live streams: events
 // (every channel), run logs ($logs) and errors ($errors), each listed then followed over SSE,
 // pretty-printed and searchable.
-import { get, put, post, listAll, follow } from "./api.js";
+import { get, put, post, listAll, listPath, follow } from "./api.js";
 import { $, h, clear, announce, time, copyButton } from "./dom.js";
 import { StreamTabs } from "./streams.js";
 
@@ -10,7 +10,7 @@ let current;
 const endpointOf = (source) => source.configured_props?.http?.endpoint_url;
 
 export async function showSources() {
-  const sources = await listAll("/v1/users/me/sources");
+  const sources = await listAll(listPath("sources"));
   const body = clear($("#sources-body"));
   $("#sources-empty").hidden = sources.length > 0;
   for (const source of sources) {

@@ -3,7 +3,7 @@
 // workflow's page: its facts and steps in order, Run now with an optional event (each step's
 // outcome), Delete (confirmed in place), and three live streams: Emits, $errors (the failing step
 // named, with its stack) and Logs.
-import { get, post, del, listAll, follow } from "./api.js";
+import { get, post, del, listAll, listPath, createPath, follow } from "./api.js";
 import { $, h, clear, announce, time, highlighted, copyButton, confirmInline, pretty } from "./dom.js";
 import { StreamTabs, describeItem, logText } from "./streams.js";
 
@@ -33,7 +33,7 @@ const stateBadges = (workflow) => [
 ];
 
 export async function showWorkflows() {
-  const workflows = await listAll("/v1/users/me/workflows");
+  const workflows = await listAll(listPath("workflows"));
   const body = clear($("#workflows-body"));
   for (const workflow of workflows) {
     const endpoint = workflow.trigger.endpoint_url;
@@ -483,7 +483,7 @@ export function setUpWorkflows() {
     button.disabled = true;
     $("#workflow-deploy-result").textContent = "Deploying…";
     try {
-      const workflow = (await post("/v1/workflows", { definition: text, ...(key ? { key } : {}) })).data;
+      const workflow = (await post(createPath("/v1/workflows"), { definition: text, ...(key ? { key } : {}) })).data;
       const endpoint = workflow.trigger.endpoint_url;
       $("#workflow-deploy-result").replaceChildren(
         "Deployed ",

@@ -59,10 +59,15 @@ export function listCommands(program: Command): void {
     }),
   );
 
-  withConnection(list.command("webhooks").description("your webhooks (every page)")).action(
-    action(async ({ out, client }) => {
-      const route = "GET /v1/users/me/webhooks";
-      const webhooks = await client().all<WebhookView>("/users/me/webhooks", {}, olderServer("webhooks", route));
+  withConnection(
+    list
+      .command("webhooks")
+      .description("your webhooks, or an organization's (every page)")
+      .option("--org <org_id>", "an organization's webhooks"),
+  ).action(
+    action(async ({ out, client }, options: CommonOptions & { org?: string }) => {
+      const path = options.org ? `/orgs/${encodeURIComponent(options.org)}/webhooks` : "/users/me/webhooks";
+      const webhooks = await client().all<WebhookView>(path, {}, olderServer("webhooks", `GET /v1${path}`));
       if (out.json) return out.document(webhooks);
       if (webhooks.length === 0) return out.line("No webhooks. Create one with `headwater webhook create <url>`.");
       out.table(

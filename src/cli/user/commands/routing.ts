@@ -20,14 +20,19 @@ export function routingCommands(program: Command): void {
       .requiredOption("--emitter <id>", "a source (dc_ id or name), a workflow (p_), or a glob: dc_* (all sources), p_* (all workflows)")
       .requiredOption("--listener <id>", "a source (dc_ id or name), a workflow (p_) or a webhook (wh_)")
       .option("--channel <name>", "a channel (event_name): a custom one, $errors or $logs; default: the default channel")
-      .option("--org <org_id>", "find sources by name among an organization's"),
+      .option("--org <org_id>", "act in an organization: its sources by name, and the subscription is the organization's"),
   ).action(
     action(async ({ out, client }, options: CommonOptions & { emitter: string; listener: string; channel?: string; org?: string }) => {
       const api = client();
       const emitter = await emitterOrListener(api, options.emitter, options.org);
       const listener = await emitterOrListener(api, options.listener, options.org);
       const answer = await api.request<{ data?: SubscriptionView } | undefined>("POST", "/subscriptions", {
-        query: { emitter_id: emitter, listener_id: listener, ...(options.channel !== undefined ? { event_name: options.channel } : {}) },
+        query: {
+          emitter_id: emitter,
+          listener_id: listener,
+          ...(options.channel !== undefined ? { event_name: options.channel } : {}),
+          ...(options.org !== undefined ? { org_id: options.org } : {}),
+        },
         missingRoute: olderServer("POST /v1/subscriptions"),
       });
       const subscription = answer?.data ?? { emitter_id: emitter, listener_id: listener, event_name: options.channel ?? "" };
@@ -45,11 +50,12 @@ export function routingCommands(program: Command): void {
       .command("create <url>")
       .description("create a webhook (POST /v1/webhooks); subscribe it to an emitter to receive events")
       .option("--name <name>", "its name")
-      .option("--description <text>", "its description"),
+      .option("--description <text>", "its description")
+      .option("--org <org_id>", "create it for an organization"),
   ).action(
-    action(async ({ out, client }, url: string, options: CommonOptions & { name?: string; description?: string }) => {
+    action(async ({ out, client }, url: string, options: CommonOptions & { name?: string; description?: string; org?: string }) => {
       const answer = await client().request<{ data: WebhookView }>("POST", "/webhooks", {
-        query: { url, name: options.name, description: options.description },
+        query: { url, name: options.name, description: options.description, org_id: options.org },
         missingRoute: olderServer("POST /v1/webhooks"),
       });
       const created = answer.data;

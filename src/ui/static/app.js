@@ -103,7 +103,7 @@ function offerWorkspaces(user) {
     announce(org ? `Workspace: ${org.name}` : "Workspace: personal");
     // An item page belongs to the workspace it was opened from: go back to its list.
     const [, view] = /^#\/([a-z]+)/.exec(location.hash) ?? [];
-    if (view in PARENT) location.hash = `#/${PARENT[view]}`;
+    if (Object.hasOwn(PARENT, view ?? "")) location.hash = `#/${PARENT[view]}`;
     else void route();
   };
 }

@@ -37,6 +37,8 @@ export interface RouterDeps {
   readonly clock: Clock;
   /** How long a lease lasts without renewal (default 10 s). */
   readonly leaseMs?: number;
+  /** How soon after routing its progress is recorded (default 1 s); lease renewals record it too. */
+  readonly checkpointMs?: number;
   readonly log?: (message: string, error?: unknown) => void;
 }
 
@@ -63,10 +65,16 @@ export class Router {
   /** Checkpoints are written one at a time (lease renewals and routing progress share the stream). */
   #writes: Promise<unknown> = Promise.resolve();
   #checkpoints = 0;
+  /** How far this node (leading) has routed the log; recorded by the next checkpoint. */
+  #routed = 0;
+  /** A checkpoint of the routing progress, due soon. */
+  #progressTimer: NodeJS.Timeout | undefined;
   readonly #leaseMs: number;
+  readonly #checkpointMs: number;
 
   constructor(private readonly deps: RouterDeps) {
     this.#leaseMs = deps.leaseMs ?? 10_000;
+    this.#checkpointMs = deps.checkpointMs ?? 1000;
   }
 
   /** Whether this node routes now. */
@@ -81,8 +89,14 @@ export class Router {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
+    if (this.#progressTimer) clearTimeout(this.#progressTimer);
+    this.#progressTimer = undefined;
     await this.#subscription?.stop();
     await this.#busy;
+    // What was routed since the last checkpoint is recorded, so the next leader does not route it again.
+    if (this.#leading && this.#routed > this.#state.position) {
+      await this.#checkpoint(this.#routed).catch((error) => this.#log("router: the last checkpoint failed", error));
+    }
   }
 
   #schedule(ms: number): void {
@@ -97,7 +111,7 @@ export class Router {
   /** Renews the lease (leader) or tries to take it (follower); then checks again before it runs out. */
   async #tick(): Promise<void> {
     if (this.#stopped) return;
-    const held = await this.#checkpoint(this.#state.position);
+    const held = await this.#checkpoint(this.#leading ? Math.max(this.#routed, this.#state.position) : this.#state.position);
     if (this.#stopped) return;
     if (held && !this.#leading) this.#lead();
     if (!held && this.#leading) await this.#follow();
@@ -140,6 +154,7 @@ export class Router {
 
   #lead(): void {
     this.#leading = true;
+    this.#routed = this.#state.position;
     this.#log(`router: node ${this.deps.nodeId} routes from position ${this.#state.position}`);
     this.#subscription = this.deps.store.subscribeToAll({
       fromPosition: this.#state.position,
@@ -154,6 +169,8 @@ export class Router {
 
   async #follow(): Promise<void> {
     this.#leading = false;
+    if (this.#progressTimer) clearTimeout(this.#progressTimer);
+    this.#progressTimer = undefined;
     const subscription = this.#subscription;
     this.#subscription = undefined;
     await subscription?.stop();
@@ -169,10 +186,26 @@ export class Router {
       const deliveries = routed.flatMap((event) => this.#deliveriesOf(event));
       if (deliveries.length > 0) await this.deps.bus.publish(DELIVERIES_TOPIC, deliveries.map(deliveryMessage));
     }
-    if (!(await this.#checkpoint(last))) {
-      // The lease went to another node meanwhile: it routes from its own checkpoint on.
-      await this.#follow();
-    }
+    this.#routed = Math.max(this.#routed, last);
+    // Progress is recorded a little later, with whatever is routed meanwhile: one checkpoint per
+    // routed batch would be an append for every few events. Past the router's own checkpoints
+    // alone there is nothing to record: recording that would append the next one, and so on.
+    if (events.some((e) => e.type !== "RouterCheckpointed")) this.#checkpointSoon();
+  }
+
+  #checkpointSoon(): void {
+    if (this.#progressTimer !== undefined || this.#stopped) return;
+    this.#progressTimer = setTimeout(() => {
+      this.#progressTimer = undefined;
+      this.#busy = this.#busy
+        .then(async () => {
+          if (!this.#leading || this.#stopped) return;
+          // The lease went to another node meanwhile: it routes from its own checkpoint on.
+          if (!(await this.#checkpoint(this.#routed))) await this.#follow();
+        })
+        .catch((error) => this.#log("router: recording its progress failed", error));
+    }, this.#checkpointMs);
+    this.#progressTimer.unref();
   }
 
   #deliveriesOf(recorded: RecordedEvent): Delivery[] {

@@ -402,6 +402,42 @@ describe("delivery: giving up and retention (real server)", function () {
     }
   });
 
+  it("records how far the router has routed soon after routing, and writes nothing more to the log while nothing happens but lease renewals", async () => {
+    const server = new TestServer({ env: { HEADWATER_ALLOW_PRIVATE_NETWORKS: "1" } });
+    const receiver = new Receiver();
+    await Promise.all([server.start(), receiver.start()]);
+    const { openEventStore } = await import("../../src/store/open.js");
+    const { routedUpTo } = await import("../../src/delivery/router.js");
+    const store = await openEventStore(server.eventStoreUrl);
+    try {
+      const admin = server.client();
+      const source = await deploy(admin, EMITTER, {}, "routed");
+      const hook = (await admin.post(`/v1/webhooks?url=${encodeURIComponent(`${receiver.url}/routed`)}`)).body.data;
+      expect((await admin.post(`/v1/subscriptions?emitter_id=${source.id}&listener_id=${hook.id}`)).status).to.equal(200);
+      const sent = await fetch(source.configured_props.http.endpoint_url as string, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"n":1}',
+      });
+      expect(sent.status).to.equal(200);
+      await receiver.waitFor((r) => r.path === "/routed", 1, 20_000);
+      const [emitted] = (await store.readStream(`emitter-${source.id as string}`)).filter((e) => e.type === "EventEmitted");
+      await eventually("the router's checkpoint past the routed event", async () =>
+        (await routedUpTo(store)) >= emitted.position ? true : undefined,
+      );
+      // A checkpoint is itself an event of the log: one written for every checkpoint it follows
+      // would keep an idle node appending thousands of them a second.
+      const before = (await store.streamRevision("router")) ?? 0;
+      await sleep(3_000);
+      const after = (await store.streamRevision("router")) ?? 0;
+      expect(after - before, "checkpoints written in 3 s of nothing (a lease renewal every ~3.3 s)").to.be.at.most(2);
+    } finally {
+      await store.close();
+      await server.stop();
+      await receiver.stop();
+    }
+  });
+
   it("keeps a listened emitter's events in the log until the router has passed them; an emitter nobody listens to is trimmed at once", async () => {
     const roles = "api,runner,scheduler,projector";
     const env = { HEADWATER_ALLOW_PRIVATE_NETWORKS: "1" };

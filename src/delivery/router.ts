@@ -93,9 +93,13 @@ export class Router {
     this.#progressTimer = undefined;
     await this.#subscription?.stop();
     await this.#busy;
-    // What was routed since the last checkpoint is recorded, so the next leader does not route it again.
-    if (this.#leading && this.#routed > this.#state.position) {
-      await this.#checkpoint(this.#routed).catch((error) => this.#log("router: the last checkpoint failed", error));
+    // The last checkpoint records what was routed since the one before (the next leader does not
+    // route it again) and gives the lease up: another dispatcher takes over at its next lease
+    // check instead of waiting for the lease to run out.
+    if (this.#leading) {
+      await this.#checkpoint(Math.max(this.#routed, this.#state.position), 0).catch((error) =>
+        this.#log("router: the last checkpoint failed", error),
+      );
     }
   }
 
@@ -118,16 +122,16 @@ export class Router {
     this.#schedule(Math.max(250, Math.floor(this.#leaseMs / 3)));
   }
 
-  /** Appends a checkpoint under the lease; false when another node holds it. */
-  #checkpoint(position: number): Promise<boolean> {
-    const write = this.#writes.then(() => this.#writeCheckpoint(position));
+  /** Appends a checkpoint under the lease (held `leaseMs` from now); false when another node holds it. */
+  #checkpoint(position: number, leaseMs = this.#leaseMs): Promise<boolean> {
+    const write = this.#writes.then(() => this.#writeCheckpoint(position, leaseMs));
     this.#writes = write.catch(() => undefined);
     return write;
   }
 
-  async #writeCheckpoint(position: number): Promise<boolean> {
+  async #writeCheckpoint(position: number, leaseMs: number): Promise<boolean> {
     await this.#load();
-    const events = checkpoint(this.#state, { node: this.deps.nodeId, position, now: this.deps.clock.now(), leaseMs: this.#leaseMs });
+    const events = checkpoint(this.#state, { node: this.deps.nodeId, position, now: this.deps.clock.now(), leaseMs });
     if (events.length === 0) return false;
     try {
       const result = await this.deps.store.append(streams.router(), events, { expectedRevision: this.#revision ?? "no_stream" });

@@ -402,7 +402,7 @@ describe("delivery: giving up and retention (real server)", function () {
     }
   });
 
-  it("records how far the router has routed soon after routing, and writes nothing more to the log while nothing happens but lease renewals", async () => {
+  it("records how far the router has routed soon after routing, writes nothing more to the log while nothing happens but lease renewals, and gives the lease up on a graceful stop", async () => {
     const server = new TestServer({ env: { HEADWATER_ALLOW_PRIVATE_NETWORKS: "1" } });
     const receiver = new Receiver();
     await Promise.all([server.start(), receiver.start()]);
@@ -431,6 +431,12 @@ describe("delivery: giving up and retention (real server)", function () {
       await sleep(3_000);
       const after = (await store.streamRevision("router")) ?? 0;
       expect(after - before, "checkpoints written in 3 s of nothing (a lease renewal every ~3.3 s)").to.be.at.most(2);
+      // A graceful stop gives the lease up, so another dispatcher need not wait for it to run out.
+      await server.stop();
+      const [last] = await store.readStream("router", { direction: "backwards", maxCount: 1 });
+      const data = last.data as { position: number; leaseUntil: number; at: number };
+      expect(data.leaseUntil, "the lease given up by the last checkpoint").to.be.at.most(data.at);
+      expect(data.position).to.be.at.least(emitted.position);
     } finally {
       await store.close();
       await server.stop();

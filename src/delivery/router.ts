@@ -213,28 +213,12 @@ export class Router {
   }
 
   #deliveriesOf(recorded: RecordedEvent): Delivery[] {
-    let emitterId: string;
-    let channel: string;
-    let eventId: string;
-    let payload: unknown;
-    let chain: readonly string[] = [];
-    if (recorded.type === "EventEmitted") {
-      const data = recorded.data as EventEmitted["data"];
-      const event = toEmittedEvent(emittedEventRow(recorded));
-      ({ emitterId, channel } = data);
-      eventId = data.id;
-      payload = eventSummary(event, true);
-      chain = data.chain ?? [];
-    } else {
-      const data = recorded.data as RunLogged["data"];
-      emitterId = data.sourceId;
-      channel = LOGS_CHANNEL;
-      eventId = data.invocationId;
-      payload = logSummary(toRunLog(runLogRow(recorded)));
-    }
+    const emitted = recorded.type === "EventEmitted" ? (recorded.data as EventEmitted["data"]) : undefined;
+    const logged = emitted === undefined ? (recorded.data as RunLogged["data"]) : undefined;
+    const emitterId = emitted?.emitterId ?? logged!.sourceId;
+    const channel = emitted?.channel ?? LOGS_CHANNEL;
     const emitter = this.deps.emitterOf(emitterId);
     if (!emitter) return [];
-    const now = this.deps.clock.now();
     // A copy: the read model's answer is shared (memoized).
     const subscribed: { id: string; listenerId: string }[] = [
       ...this.deps.subscriptions.matching(emitterId, emitter.ownerId, emitter.glob, channel),
@@ -244,19 +228,26 @@ export class Router {
     if (errorWorkflow && !subscribed.some((s) => s.listenerId === errorWorkflow)) {
       subscribed.push({ id: ERROR_WORKFLOW_SUBSCRIPTION, listenerId: errorWorkflow });
     }
-    return subscribed
-      .filter((s) => s.listenerId !== emitterId && listenerKindOf(s.listenerId) !== undefined && this.deps.listening(s.listenerId))
-      .map((s) => ({
-        id: deliveryId(emitterId, eventId, channel, s.id),
-        listenerId: s.listenerId,
-        subscriptionId: s.id,
-        emitterId,
-        channel,
-        eventId,
-        payload,
-        chain,
-        routedAt: now,
-      }));
+    const listeners = subscribed.filter(
+      (s) => s.listenerId !== emitterId && listenerKindOf(s.listenerId) !== undefined && this.deps.listening(s.listenerId),
+    );
+    // Most events have no listener: their payload is only made for those that do.
+    if (listeners.length === 0) return [];
+    const eventId = emitted?.id ?? logged!.invocationId;
+    const payload = emitted ? eventSummary(toEmittedEvent(emittedEventRow(recorded)), true) : logSummary(toRunLog(runLogRow(recorded)));
+    const chain = emitted?.chain ?? [];
+    const now = this.deps.clock.now();
+    return listeners.map((s) => ({
+      id: deliveryId(emitterId, eventId, channel, s.id),
+      listenerId: s.listenerId,
+      subscriptionId: s.id,
+      emitterId,
+      channel,
+      eventId,
+      payload,
+      chain,
+      routedAt: now,
+    }));
   }
 
   #log(message: string, error?: unknown): void {

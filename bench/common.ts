@@ -7,6 +7,7 @@ import http from "node:http";
 import { cpus, loadavg } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { LoadOptions, LoadOutcome } from "./loadgen.js";
 
 /** CPU count and model, node version, time and load average: what a recorded result ran on. */
 export function machineLine(): string {
@@ -118,5 +119,19 @@ export function postStatus(agent: http.Agent, url: URL | string, payload: string
     );
     request.on("error", reject);
     request.end(payload);
+  });
+}
+
+/** One autocannon load in a process of its own (bench/loadgen.ts), so it never shares the bench's event loop. */
+export function runLoad(options: LoadOptions): Promise<LoadOutcome> {
+  const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), "loadgen.js");
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [entry, JSON.stringify(options)], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.once("exit", (code) => {
+      if (code === 0) resolve(JSON.parse(out) as LoadOutcome);
+      else reject(new Error(`load generator exited with ${code}`));
+    });
   });
 }

@@ -7,7 +7,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export interface LoadOptions {
-  readonly url: string;
+  /** One target, or several that share the connections. */
+  readonly url: string | readonly string[];
   readonly connections: number;
   readonly seconds: number;
   readonly body: string;
@@ -24,6 +25,9 @@ export interface LoadOutcome {
   readonly timeouts: number;
   readonly p50: number;
   readonly p99: number;
+  /** The load generator's own CPU over the load (user and kernel, ms): it shares the machine. */
+  readonly cpuUserMs: number;
+  readonly cpuSystemMs: number;
 }
 
 interface AutocannonResult {
@@ -52,6 +56,7 @@ async function main(): Promise<void> {
   const found = autocannonPath(repoRoot);
   if (!found) throw new Error("autocannon is not installed (npm install, or run bench:peers once to fill .cache/node-red)");
   const autocannon = createRequire(found)("autocannon") as Autocannon;
+  const cpuBefore = process.cpuUsage();
   const result = await new Promise<AutocannonResult>((resolve, reject) => {
     autocannon(
       {
@@ -65,6 +70,7 @@ async function main(): Promise<void> {
       (error, r) => (error ? reject(error) : resolve(r)),
     );
   });
+  const cpu = process.cpuUsage(cpuBefore);
   const seconds = result.duration || options.seconds;
   const outcome: LoadOutcome = {
     rps: result["2xx"] / seconds,
@@ -75,6 +81,8 @@ async function main(): Promise<void> {
     timeouts: result.timeouts,
     p50: result.latency.p50,
     p99: result.latency.p99,
+    cpuUserMs: cpu.user / 1000,
+    cpuSystemMs: cpu.system / 1000,
   };
   process.stdout.write(`${JSON.stringify(outcome)}\n`);
 }

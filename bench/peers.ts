@@ -19,7 +19,7 @@ import { TestServer, type TestMode } from "../test/harness/server.js";
 import { stopSharedKafka } from "../test/harness/kafka.js";
 import { dropTestSchemas } from "../test/harness/postgres.js";
 import { autocannonPath, type LoadOutcome } from "./loadgen.js";
-import { benchServerEnv, emitBodyComponent, startPlainKoa } from "./common.js";
+import { benchServerEnv, emitBodyComponent, runLoad, startPlainKoa } from "./common.js";
 
 const mode: TestMode = process.env.BENCH_MODE === "scaled" ? "scaled" : "embedded";
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -115,18 +115,7 @@ async function startNodeRed(): Promise<{ url: string; child: ChildProcess; userD
 }
 
 function load(urls: readonly string[]): Promise<LoadOutcome> {
-  const options = { url: urls.length === 1 ? urls[0] : urls, connections, seconds, body };
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(benchDir, "loadgen.js"), JSON.stringify(options)], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let out = "";
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-    child.once("exit", (code) => {
-      if (code === 0) resolve(JSON.parse(out) as LoadOutcome);
-      else reject(new Error(`load generator exited with ${code}`));
-    });
-  });
+  return runLoad({ url: urls.length === 1 ? urls[0] : urls, connections, seconds, body });
 }
 
 /** Counts a source's events as they arrive on its SSE stream (the completed runs). */

@@ -1,0 +1,290 @@
+// What one request costs, and where: `npm run bench:cost`.
+// The peers bench says how fast; this one says what each request costs the machine. For each
+// target it runs one autocannon load (bench/loadgen.ts, a process of its own) after a warm-up,
+// and reads the kernel's accounting around it: CPU of the server's event loop (its main thread),
+// of its other threads (the SQLite writer threads, V8's GC helpers, libuv's pool), of its runner
+// children (the sandboxes) and of the load generator, each split into user and kernel time
+// (/proc/<pid>/task/<tid>/stat), and the server process's read and write system calls and bytes
+// written to storage (/proc/<pid>/io), all per answered request.
+// Targets: the plain Koa app (the peers' ceiling), Headwater answered when queued (an API-only
+// node, and a full node that also runs), and custom response (1 source, 16 sources of 16 users),
+// on the embedded default. BENCH_SECONDS (default 8), BENCH_ROUNDS (default 2),
+// BENCH_CONNECTIONS (default 32); BENCH_RESULT names the results file (default request-cost.md);
+// BENCH_THREADS=1 also prints every server thread's share; BENCH_ONLY=<text> runs the targets whose
+// name holds it.
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { TestServer } from "../test/harness/server.js";
+import { benchServerEnv, emitBodyComponent, machineLine, runLoad, sleep, startPlainKoa } from "./common.js";
+import type { LoadOutcome } from "./loadgen.js";
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 8);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const resultFile = process.env.BENCH_RESULT ?? "request-cost.md";
+/** ~30 bytes of JSON, as in bench:peers. */
+const body = JSON.stringify({ order: "ord_1234", total: 4210 });
+const benchDir = path.dirname(fileURLToPath(import.meta.url));
+const repoRoot = path.resolve(benchDir, "..", "..");
+/** Kernel clock ticks per second (USER_HZ): what /proc's utime and stime count in. */
+const TICKS = 100;
+
+interface Cpu {
+  readonly userMs: number;
+  readonly systemMs: number;
+}
+
+const add = (a: Cpu, b: Cpu): Cpu => ({ userMs: a.userMs + b.userMs, systemMs: a.systemMs + b.systemMs });
+const minus = (a: Cpu, b: Cpu): Cpu => ({ userMs: a.userMs - b.userMs, systemMs: a.systemMs - b.systemMs });
+const none: Cpu = { userMs: 0, systemMs: 0 };
+
+/** utime and stime of a /proc stat line (fields 14 and 15; the name in parentheses may hold spaces). */
+function cpuOf(statFile: string): Cpu {
+  try {
+    const stat = readFileSync(statFile, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { userMs: (Number(fields[11]) * 1000) / TICKS, systemMs: (Number(fields[12]) * 1000) / TICKS };
+  } catch {
+    return none; // the thread or process ended
+  }
+}
+
+/** What `read` returns, or `otherwise` when the process or thread has ended meanwhile. */
+function readOr<T>(read: () => T, otherwise: T): T {
+  try {
+    return read();
+  } catch {
+    return otherwise;
+  }
+}
+
+/** Every process below `pid` (the runner children and anything they start). */
+function descendants(pid: number): number[] {
+  const found: number[] = [];
+  const visit = (parent: number) => {
+    for (const tid of readOr(() => readdirSync(`/proc/${parent}/task`), [])) {
+      const children = readOr(() => readFileSync(`/proc/${parent}/task/${tid}/children`, "utf8"), "");
+      for (const child of children.split(" ").filter(Boolean).map(Number)) {
+        found.push(child);
+        visit(child);
+      }
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+interface Sample {
+  /** Each thread of the server process by id (BENCH_THREADS=1 prints them: ids grow in the order threads were made). */
+  readonly threads: Map<number, Cpu>;
+  readonly main: Cpu;
+  readonly otherThreads: Cpu;
+  readonly children: Cpu;
+  readonly io: { syscr: number; syscw: number; writeBytes: number };
+}
+
+function sample(pid: number): Sample {
+  let otherThreads = none;
+  const threads = new Map<number, Cpu>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const cpu = cpuOf(`/proc/${pid}/task/${tid}/stat`);
+    threads.set(Number(tid), cpu);
+    if (Number(tid) !== pid) otherThreads = add(otherThreads, cpu);
+  }
+  const children = descendants(pid).reduce((sum, child) => add(sum, cpuOf(`/proc/${child}/stat`)), none);
+  const io = Object.fromEntries(
+    readFileSync(`/proc/${pid}/io`, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => {
+        const [key, value] = line.split(": ");
+        return [key, Number(value)];
+      }),
+  );
+  return {
+    threads,
+    main: cpuOf(`/proc/${pid}/task/${pid}/stat`),
+    otherThreads,
+    children,
+    io: { syscr: io.syscr, syscw: io.syscw, writeBytes: io.write_bytes },
+  };
+}
+
+interface Measured {
+  readonly load: LoadOutcome;
+  readonly main: Cpu;
+  readonly otherThreads: Cpu;
+  readonly children: Cpu;
+  readonly loadGenerator: Cpu;
+  readonly syscr: number;
+  readonly syscw: number;
+  readonly writeBytes: number;
+}
+
+/** One load against `urls` with the server process `pid` accounted around it. */
+async function measure(pid: number, urls: readonly string[]): Promise<Measured> {
+  const url = urls.length === 1 ? urls[0] : urls;
+  // Warm-up: JIT, isolates, connections and caches, so the measured load is the steady state.
+  await runLoad({ url, connections, seconds: 2, body });
+  await sleep(500);
+  const before = sample(pid);
+  const load = await runLoad({ url, connections, seconds, body });
+  const after = sample(pid);
+  if (process.env.BENCH_THREADS) {
+    for (const [tid, cpu] of after.threads) {
+      const used = minus(cpu, before.threads.get(tid) ?? none);
+      if (used.userMs + used.systemMs > 0) console.log(`  thread ${tid}${tid === pid ? " (main)" : ""}: ${cell(used, load.ok)} µs/req`);
+    }
+  }
+  return {
+    load,
+    main: minus(after.main, before.main),
+    otherThreads: minus(after.otherThreads, before.otherThreads),
+    children: minus(after.children, before.children),
+    loadGenerator: { userMs: load.cpuUserMs, systemMs: load.cpuSystemMs },
+    syscr: after.io.syscr - before.io.syscr,
+    syscw: after.io.syscw - before.io.syscw,
+    writeBytes: after.io.writeBytes - before.io.writeBytes,
+  };
+}
+
+async function koa(): Promise<Measured> {
+  const peer = await startPlainKoa();
+  try {
+    return await measure(peer.child.pid!, [peer.url]);
+  } finally {
+    peer.child.kill("SIGTERM");
+  }
+}
+
+/** A fresh `headwater start` with `sources` sources (one user each when more than one). */
+async function headwater(options: { customResponse: boolean; sources: number; apiOnly?: boolean }): Promise<Measured> {
+  const unbounded = "1000000000";
+  const server = new TestServer({
+    mode: "embedded",
+    env: {
+      ...benchServerEnv,
+      // An API-only node runs nothing: its backlog bounds would soon refuse what it queues.
+      ...(options.apiOnly
+        ? {
+            HEADWATER_ROLES: "api",
+            HEADWATER_SOURCE_BACKLOG: unbounded,
+            HEADWATER_OWNER_BACKLOG: unbounded,
+            HEADWATER_OWNER_BACKLOG_BYTES: unbounded,
+            HEADWATER_NODE_BACKLOG: unbounded,
+            HEADWATER_NODE_BACKLOG_BYTES: unbounded,
+          }
+        : {}),
+    },
+  });
+  await server.start(120_000);
+  try {
+    const urls: string[] = [];
+    for (let i = 0; i < options.sources; i++) {
+      let key = server.bootstrapKey;
+      if (options.sources > 1) {
+        const username = `cost${i}`;
+        const created = server.cli(
+          "admin",
+          "user",
+          "create",
+          "--username",
+          username,
+          "--email",
+          `${username}@example.com`,
+          "--plan",
+          "paid",
+        );
+        if (created.status !== 0) throw new Error(`creating a user: ${created.stderr}`);
+        key = created.json.api_key as string;
+      }
+      const r = await server
+        .client(key)
+        .post("/v1/sources", { component_code: emitBodyComponent("cost", options.customResponse), name: `cost-${i}` });
+      if (r.status !== 200) throw new Error(`creating a source: ${r.status} ${JSON.stringify(r.body)}`);
+      urls.push(r.body.data.configured_props.http.endpoint_url as string);
+    }
+    return await measure(server.pid!, urls);
+  } finally {
+    await server.kill();
+    rmSync(server.dataDir, { recursive: true, force: true });
+  }
+}
+
+const TARGETS: readonly { readonly name: string; readonly run: () => Promise<Measured> }[] = [
+  { name: "Koa, parse and answer (the peers' ceiling)", run: koa },
+  {
+    name: "Headwater, answered when queued, API-only node, 1 source",
+    run: () => headwater({ customResponse: false, sources: 1, apiOnly: true }),
+  },
+  { name: "Headwater, answered when queued, 1 source (the node also runs)", run: () => headwater({ customResponse: false, sources: 1 }) },
+  { name: "Headwater, custom response, 1 source", run: () => headwater({ customResponse: true, sources: 1 }) },
+  { name: "Headwater, custom response, 16 sources of 16 users", run: () => headwater({ customResponse: true, sources: 16 }) },
+];
+
+const us = (ms: number, requests: number) => Math.round((ms * 1000) / requests);
+const cell = (cpu: Cpu, requests: number) => `${us(cpu.userMs + cpu.systemMs, requests)} (${us(cpu.systemMs, requests)})`;
+const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
+
+async function main(): Promise<void> {
+  const machine = machineLine();
+  console.log(`machine: ${machine}`);
+  const only = process.env.BENCH_ONLY;
+  const targets = only ? TARGETS.filter((t) => t.name.includes(only)) : TARGETS;
+  const results = new Map<string, Measured[]>(targets.map((t) => [t.name, []]));
+  for (let round = 1; round <= rounds; round++) {
+    for (const target of targets) {
+      const m = await target.run();
+      results.get(target.name)!.push(m);
+      const n = m.load.ok;
+      console.log(
+        `round ${round} ${target.name}: ${fmt(m.load.rps)} req/s; µs/req main ${cell(m.main, n)}, threads ${cell(m.otherThreads, n)}, children ${cell(m.children, n)}, load generator ${cell(m.loadGenerator, n)}`,
+      );
+    }
+  }
+
+  const rows = targets.map(({ name }) => {
+    const ms = results.get(name)!;
+    const per = (f: (m: Measured) => string) => ms.map(f).join(" / ");
+    const server = (m: Measured) => add(add(m.main, m.otherThreads), m.children);
+    return (
+      `| ${name} | ${per((m) => fmt(m.load.rps))} | ${per((m) => cell(m.main, m.load.ok))} | ${per((m) => cell(m.otherThreads, m.load.ok))} | ` +
+      `${per((m) => cell(m.children, m.load.ok))} | ${per((m) => cell(server(m), m.load.ok))} | ${per((m) => cell(m.loadGenerator, m.load.ok))} | ` +
+      `${per((m) => `${(m.syscr / m.load.ok).toFixed(1)} / ${(m.syscw / m.load.ok).toFixed(1)}`)} | ${per((m) => (m.writeBytes / m.load.ok / 1024).toFixed(1))} |`
+    );
+  });
+  const text = [
+    "# Request cost",
+    "",
+    "Command: `npm run bench:cost` (bench/requestCost.ts). Tables written by the bench; the reading at the end, if any, by hand.",
+    "",
+    `Machine: ${machine}.`,
+    "",
+    `Load: autocannon in a process of its own, ${connections} keep-alive connections, ${seconds} s per load after a 2 s warm-up, ` +
+      `${Buffer.byteLength(body)}-byte JSON body, ${rounds} rounds (one figure per round, in order); every Headwater target is a fresh ` +
+      "`headwater start` on the embedded default.",
+    "",
+    "CPU in µs per answered request, user + kernel with the kernel's part in parentheses, from `/proc/<pid>/task/<tid>/stat` " +
+      "around the load: the server's event loop (main thread), its other threads (SQLite writer threads, V8's GC helpers, " +
+      "libuv's pool), its runner children (the sandboxes), their sum, and the load generator. System calls (read-class / " +
+      "write-class, from `/proc/<pid>/io`: files, sockets, pipes, eventfds) and KB written to storage are the server " +
+      "process's, children excluded.",
+    "",
+    "| target | req/s | main thread | other threads | runner children | server in all | load generator | syscalls r / w per req | KB written per req |",
+    "|---|---|---|---|---|---|---|---|---|",
+    ...rows,
+    "",
+  ].join("\n");
+  const file = path.join(repoRoot, "bench", "results", resultFile);
+  writeFileSync(file, text);
+  console.log(`\nwritten to ${path.relative(repoRoot, file)}\n\n${text}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

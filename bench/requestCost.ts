@@ -251,7 +251,7 @@ async function main(): Promise<void> {
     return (
       `| ${name} | ${per((m) => fmt(m.load.rps))} | ${per((m) => cell(m.main, m.load.ok))} | ${per((m) => cell(m.otherThreads, m.load.ok))} | ` +
       `${per((m) => cell(m.children, m.load.ok))} | ${per((m) => cell(server(m), m.load.ok))} | ${per((m) => cell(m.loadGenerator, m.load.ok))} | ` +
-      `${per((m) => `${(m.syscr / m.load.ok).toFixed(1)} / ${(m.syscw / m.load.ok).toFixed(1)}`)} | ${per((m) => (m.writeBytes / m.load.ok / 1024).toFixed(1))} |`
+      `${per((m) => `${(m.syscr / m.load.ok).toFixed(1)} r, ${(m.syscw / m.load.ok).toFixed(1)} w`)} | ${per((m) => (m.writeBytes / m.load.ok / 1024).toFixed(1))} |`
     );
   });
   const text = [
@@ -267,11 +267,11 @@ async function main(): Promise<void> {
     "",
     "CPU in µs per answered request, user + kernel with the kernel's part in parentheses, from `/proc/<pid>/task/<tid>/stat` " +
       "around the load: the server's event loop (main thread), its other threads (SQLite writer threads, V8's GC helpers, " +
-      "libuv's pool), its runner children (the sandboxes), their sum, and the load generator. System calls (read-class / " +
+      "libuv's pool), its runner children (the sandboxes), their sum, and the load generator. System calls (read-class and " +
       "write-class, from `/proc/<pid>/io`: files, sockets, pipes, eventfds) and KB written to storage are the server " +
       "process's, children excluded.",
     "",
-    "| target | req/s | main thread | other threads | runner children | server in all | load generator | syscalls r / w per req | KB written per req |",
+    "| target | req/s | main thread | other threads | runner children | server in all | load generator | syscalls per req (read, write) | KB written per req |",
     "|---|---|---|---|---|---|---|---|---|",
     ...rows,
     "",

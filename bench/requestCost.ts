@@ -6,7 +6,8 @@
 // children (the sandboxes) and of the load generator, each split into user and kernel time
 // (/proc/<pid>/task/<tid>/stat), and the server process's read and write system calls and bytes
 // written to storage (/proc/<pid>/io), all per answered request.
-// Targets: the plain Koa app (the peers' ceiling), Headwater answered when queued (an API-only
+// Targets: the plain Koa app (the peers' ceiling), Node-RED's flow (installed at bench time into
+// .cache/node-red, as bench:peers does), Headwater answered when queued (an API-only
 // node, and a full node that also runs), and custom response (1 source, 16 sources of 16 users),
 // on the embedded default. BENCH_SECONDS (default 8), BENCH_ROUNDS (default 2),
 // BENCH_CONNECTIONS (default 32); BENCH_RESULT names the results file (default request-cost.md);
@@ -18,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import { TestServer } from "../test/harness/server.js";
 import { benchServerEnv, emitBodyComponent, machineLine, runLoad, sleep, startPlainKoa } from "./common.js";
 import type { LoadOutcome } from "./loadgen.js";
+import { installPeers, NODE_RED_VERSION, startNodeRed } from "./nodeRed.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -149,6 +151,17 @@ async function measure(pid: number, urls: readonly string[]): Promise<Measured> 
   };
 }
 
+/** Node-RED's flow (http in → function → http response): the peer the custom response is held to. */
+async function nodeRed(): Promise<Measured> {
+  const peer = await startNodeRed();
+  try {
+    return await measure(peer.child.pid!, [peer.url]);
+  } finally {
+    peer.child.kill("SIGTERM");
+    rmSync(peer.userDir, { recursive: true, force: true });
+  }
+}
+
 async function koa(): Promise<Measured> {
   const peer = await startPlainKoa();
   try {
@@ -214,6 +227,7 @@ async function headwater(options: { customResponse: boolean; sources: number; ap
 
 const TARGETS: readonly { readonly name: string; readonly run: () => Promise<Measured> }[] = [
   { name: "Koa, parse and answer (the peers' ceiling)", run: koa },
+  { name: `Node-RED ${NODE_RED_VERSION} flow (http in → function → http response)`, run: nodeRed },
   {
     name: "Headwater, answered when queued, API-only node, 1 source",
     run: () => headwater({ customResponse: false, sources: 1, apiOnly: true }),
@@ -228,6 +242,7 @@ const cell = (cpu: Cpu, requests: number) => `${us(cpu.userMs + cpu.systemMs, re
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 
 async function main(): Promise<void> {
+  installPeers();
   const machine = machineLine();
   console.log(`machine: ${machine}`);
   const only = process.env.BENCH_ONLY;

@@ -78,6 +78,20 @@ export const benchServerEnv: Readonly<Record<string, string>> = {
   HEADWATER_LOG_LEVEL: "warn",
 };
 
+/**
+ * An API-only node (HEADWATER_ROLES=api): the request path alone, as in a deployment whose runs
+ * happen on runner nodes. Its backlog bounds are lifted: nothing there runs what it queues, so
+ * the bounds would soon answer 429.
+ */
+export const apiOnlyNodeEnv: Readonly<Record<string, string>> = {
+  HEADWATER_ROLES: "api",
+  HEADWATER_SOURCE_BACKLOG: "1000000000",
+  HEADWATER_OWNER_BACKLOG: "1000000000",
+  HEADWATER_OWNER_BACKLOG_BYTES: "1000000000",
+  HEADWATER_NODE_BACKLOG: "1000000000",
+  HEADWATER_NODE_BACKLOG_BYTES: "1000000000",
+};
+
 /** A source that emits its request body; with `customResponse` it answers 200 from its run (after the event is stored). */
 export const emitBodyComponent = (bench: string, customResponse: boolean): string => `
 export default {

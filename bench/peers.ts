@@ -17,7 +17,7 @@ import { stopSharedKafka } from "../test/harness/kafka.js";
 import { dropTestSchemas } from "../test/harness/postgres.js";
 import type { LoadOutcome } from "./loadgen.js";
 import { installPeers, NODE_RED_VERSION, startNodeRed } from "./nodeRed.js";
-import { benchServerEnv, emitBodyComponent, machineLine, runLoad, startPlainKoa } from "./common.js";
+import { apiOnlyNodeEnv, benchServerEnv, emitBodyComponent, machineLine, runLoad, startPlainKoa } from "./common.js";
 
 const mode: TestMode = process.env.BENCH_MODE === "scaled" ? "scaled" : "embedded";
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -77,19 +77,7 @@ const serverEnv = benchServerEnv;
  * here runs what it queues, so the bounds would soon answer 429. Killed right after the load.
  */
 async function rawQueued(): Promise<LoadOutcome> {
-  const unbounded = "1000000000";
-  const server = new TestServer({
-    mode,
-    env: {
-      ...serverEnv,
-      HEADWATER_ROLES: "api",
-      HEADWATER_SOURCE_BACKLOG: unbounded,
-      HEADWATER_OWNER_BACKLOG: unbounded,
-      HEADWATER_OWNER_BACKLOG_BYTES: unbounded,
-      HEADWATER_NODE_BACKLOG: unbounded,
-      HEADWATER_NODE_BACKLOG_BYTES: unbounded,
-    },
-  });
+  const server = new TestServer({ mode, env: { ...serverEnv, ...apiOnlyNodeEnv } });
   await server.start(120_000);
   try {
     const r = await server.client().post("/v1/sources", { component_code: component(false), name: "peers-raw" });

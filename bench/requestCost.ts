@@ -13,11 +13,12 @@
 // BENCH_CONNECTIONS (default 32); BENCH_RESULT names the results file (default request-cost.md);
 // BENCH_THREADS=1 also prints every server thread's share; BENCH_ONLY=<text> runs the targets whose
 // name holds it.
+import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { TestServer } from "../test/harness/server.js";
-import { benchServerEnv, emitBodyComponent, machineLine, runLoad, sleep, startPlainKoa } from "./common.js";
+import { apiOnlyNodeEnv, benchServerEnv, emitBodyComponent, machineLine, runLoad, sleep, startPlainKoa } from "./common.js";
 import type { LoadOutcome } from "./loadgen.js";
 import { installPeers, NODE_RED_VERSION, startNodeRed } from "./nodeRed.js";
 
@@ -151,46 +152,20 @@ async function measure(pid: number, urls: readonly string[]): Promise<Measured> 
   };
 }
 
-/** Node-RED's flow (http in → function → http response): the peer the custom response is held to. */
-async function nodeRed(): Promise<Measured> {
-  const peer = await startNodeRed();
+/** A peer process (Koa, Node-RED) measured at its URL, then stopped. */
+async function peer(started: Promise<{ url: string; child: ChildProcess; userDir?: string }>): Promise<Measured> {
+  const { url, child, userDir } = await started;
   try {
-    return await measure(peer.child.pid!, [peer.url]);
+    return await measure(child.pid!, [url]);
   } finally {
-    peer.child.kill("SIGTERM");
-    rmSync(peer.userDir, { recursive: true, force: true });
-  }
-}
-
-async function koa(): Promise<Measured> {
-  const peer = await startPlainKoa();
-  try {
-    return await measure(peer.child.pid!, [peer.url]);
-  } finally {
-    peer.child.kill("SIGTERM");
+    child.kill("SIGTERM");
+    if (userDir) rmSync(userDir, { recursive: true, force: true });
   }
 }
 
 /** A fresh `headwater start` with `sources` sources (one user each when more than one). */
 async function headwater(options: { customResponse: boolean; sources: number; apiOnly?: boolean }): Promise<Measured> {
-  const unbounded = "1000000000";
-  const server = new TestServer({
-    mode: "embedded",
-    env: {
-      ...benchServerEnv,
-      // An API-only node runs nothing: its backlog bounds would soon refuse what it queues.
-      ...(options.apiOnly
-        ? {
-            HEADWATER_ROLES: "api",
-            HEADWATER_SOURCE_BACKLOG: unbounded,
-            HEADWATER_OWNER_BACKLOG: unbounded,
-            HEADWATER_OWNER_BACKLOG_BYTES: unbounded,
-            HEADWATER_NODE_BACKLOG: unbounded,
-            HEADWATER_NODE_BACKLOG_BYTES: unbounded,
-          }
-        : {}),
-    },
-  });
+  const server = new TestServer({ mode: "embedded", env: { ...benchServerEnv, ...(options.apiOnly ? apiOnlyNodeEnv : {}) } });
   await server.start(120_000);
   try {
     const urls: string[] = [];
@@ -226,8 +201,11 @@ async function headwater(options: { customResponse: boolean; sources: number; ap
 }
 
 const TARGETS: readonly { readonly name: string; readonly run: () => Promise<Measured> }[] = [
-  { name: "Koa, parse and answer (the peers' ceiling)", run: koa },
-  { name: `Node-RED ${NODE_RED_VERSION} flow (http in → function → http response)`, run: nodeRed },
+  { name: "Koa, parse and answer (the peers' ceiling)", run: () => peer(startPlainKoa()) },
+  {
+    name: `Node-RED ${NODE_RED_VERSION} flow (http in → function → http response)`,
+    run: () => peer(startNodeRed()),
+  },
   {
     name: "Headwater, answered when queued, API-only node, 1 source",
     run: () => headwater({ customResponse: false, sources: 1, apiOnly: true }),

@@ -42,17 +42,6 @@ const add = (a: Cpu, b: Cpu): Cpu => ({ userMs: a.userMs + b.userMs, systemMs: a
 const minus = (a: Cpu, b: Cpu): Cpu => ({ userMs: a.userMs - b.userMs, systemMs: a.systemMs - b.systemMs });
 const none: Cpu = { userMs: 0, systemMs: 0 };
 
-/** utime and stime of a /proc stat line (fields 14 and 15; the name in parentheses may hold spaces). */
-function cpuOf(statFile: string): Cpu {
-  try {
-    const stat = readFileSync(statFile, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return { userMs: (Number(fields[11]) * 1000) / TICKS, systemMs: (Number(fields[12]) * 1000) / TICKS };
-  } catch {
-    return none; // the thread or process ended
-  }
-}
-
 /** What `read` returns, or `otherwise` when the process or thread has ended meanwhile. */
 function readOr<T>(read: () => T, otherwise: T): T {
   try {
@@ -60,6 +49,14 @@ function readOr<T>(read: () => T, otherwise: T): T {
   } catch {
     return otherwise;
   }
+}
+
+/** utime and stime of a /proc stat line (fields 14 and 15; the name in parentheses may hold spaces); none once it ended. */
+function cpuOf(statFile: string): Cpu {
+  const stat = readOr(() => readFileSync(statFile, "utf8"), undefined);
+  if (stat === undefined) return none;
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { userMs: (Number(fields[11]) * 1000) / TICKS, systemMs: (Number(fields[12]) * 1000) / TICKS };
 }
 
 /** Every process below `pid` (the runner children and anything they start). */
@@ -107,7 +104,7 @@ function sample(pid: number): Sample {
   );
   return {
     threads,
-    main: cpuOf(`/proc/${pid}/task/${pid}/stat`),
+    main: threads.get(pid) ?? none,
     otherThreads,
     children,
     io: { syscr: io.syscr, syscw: io.syscw, writeBytes: io.write_bytes },

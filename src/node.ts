@@ -336,6 +336,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
       sseClients: () => hub?.size ?? 0,
       admitted: () => admission.totals(),
       partitions: partitionBacklogs,
+      sandboxStarts: () => runtime.starts(),
       limits: config,
     },
     { node: nodeId, roles: config.roles },

@@ -29,6 +29,8 @@ export interface NodeGauges {
   admitted(): { readonly count: number; readonly bytes: number; readonly sources: number; readonly owners: number };
   /** Each bus partition this node consumes, with the records read and not yet committed past, and the group's lag. */
   partitions(): readonly PartitionBacklog[];
+  /** Runs of this node's sandbox children, by whether the source's context was warm or made anew (a cold start). */
+  sandboxStarts(): { readonly warm: number; readonly cold: number };
   /** The admission bounds, to read the backlog against. */
   readonly limits: {
     readonly sourceBacklog: number;
@@ -100,6 +102,18 @@ export class Metrics {
       help: "Webhook delivery attempts recorded in the log (cluster-wide), by outcome (delivered, http_error, failed, dropped)",
       labelNames: ["outcome"],
       registers,
+    });
+    new Counter({
+      name: "headwater_sandbox_runs_total",
+      help: "Runs in this node's sandbox children, by start: warm (the source's context was kept) or cold (made anew: a context, the prelude and the component)",
+      labelNames: ["start"],
+      registers,
+      collect() {
+        const starts = gauges.sandboxStarts();
+        this.reset();
+        this.inc({ start: "warm" }, starts.warm);
+        this.inc({ start: "cold" }, starts.cold);
+      },
     });
     new Gauge({
       name: "headwater_log_head_position",

@@ -15,6 +15,8 @@ export interface ComponentRuntime {
    * the previous run left, and each has its own outcome, timeout and limits.
    */
   invokeBatch(invocations: readonly Invocation[]): Promise<InvocationOutcome[]>;
+  /** Runs so far whose source's sandbox context was warm, and those that had to make it (cold starts). */
+  starts(): { readonly warm: number; readonly cold: number };
   close(): Promise<void>;
 }
 
@@ -50,6 +52,10 @@ export class IsolatedRuntime implements ComponentRuntime {
 
   invokeBatch(invocations: readonly Invocation[]): Promise<InvocationOutcome[]> {
     return this.#runtime.invokeBatch(invocations);
+  }
+
+  starts(): { readonly warm: number; readonly cold: number } {
+    return { ...this.#runtime.starts };
   }
 
   close(): Promise<void> {

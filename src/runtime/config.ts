@@ -56,8 +56,10 @@ export interface RuntimeOptions {
   readonly cacheDir: string;
   /** Lets component HTTP reach private, loopback and link-local addresses. */
   readonly allowPrivateNetworks?: boolean;
-  /** Warm isolates kept per child process (LRU beyond that). Default 64. */
+  /** Isolates kept per child process; each holds warm contexts of one owner. Default: defaultWarmIsolates(). */
   readonly maxWarmIsolates?: number;
+  /** Warm sources (a context each) kept per child process (LRU beyond that). Default: defaultWarmContexts(). */
+  readonly maxWarmContexts?: number;
   /** Invocations running at once per child; more wait in the host. Default 32. */
   readonly maxConcurrentPerWorker?: number;
   /** Heartbeat period and the silence after which a child is killed (ms). Defaults 1000 / 10 000. */
@@ -69,6 +71,35 @@ export interface RuntimeOptions {
   readonly loadTimeoutMs?: number;
   /** The runner child's entry module; tests substitute a wrapper around the real one. */
   readonly workerPath?: string;
+}
+
+/** What one warm source's context costs in its isolate's heap, about (`bench/results/runtime.md`). */
+export const WARM_CONTEXT_BYTES = 256 * 1024;
+/** What an isolate costs beside its contexts, about (`bench/results/many-sources-warm.md`). */
+export const WARM_ISOLATE_BYTES = 1.5 * 1024 * 1024;
+
+/** How many of `bytes` fit into an eighth of the machine's memory spread over `workers` children, within [min, max]. */
+function eighthOfMemory(workers: number, bytes: number, min: number, max: number): number {
+  return Math.max(min, Math.min(max, Math.floor(os.totalmem() / 8 / Math.max(1, workers) / bytes)));
+}
+
+/**
+ * Warm sources each child keeps by default: an eighth of the machine's memory spread over the
+ * children at ~256 KB a context, between 64 and 10,000 (~5,000 per child on a machine with 16 GB
+ * and 2 children). Sized for a node's whole working set: a source that runs every few seconds
+ * stays warm on a node of that many sources.
+ */
+export function defaultWarmContexts(workers: number): number {
+  return eighthOfMemory(workers, WARM_CONTEXT_BYTES, 64, 10_000);
+}
+
+/**
+ * Isolates each child keeps by default: another eighth of the memory at ~1.5 MB an isolate,
+ * between 64 and 2,000 (~680 per child with 16 GB and 2 children). A user whose sources run at
+ * once has an isolate for each of them running, so a node needs a few per busy user.
+ */
+export function defaultWarmIsolates(workers: number): number {
+  return eighthOfMemory(workers, WARM_ISOLATE_BYTES, 64, 2_000);
 }
 
 export function defaultWorkerCount(): number {

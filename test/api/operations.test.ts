@@ -126,6 +126,9 @@ describe("operations: health, readiness, metrics, request ids and logs (real ser
     expect(sample(text, "headwater_http_requests_total", { method: "POST", route: "/e/{id}", status: "200" })).to.equal(3);
     expect(sample(text, "headwater_http_request_duration_seconds_count", { method: "POST", route: "/e/{id}" })).to.equal(3);
     expect(sample(text, "headwater_run_duration_seconds_count", { trigger: "http" })).to.be.at.least(3);
+    // The source's first run made its sandbox context; the runs after it found it warm.
+    expect(sample(text, "headwater_sandbox_runs_total", { start: "cold" })).to.be.at.least(1);
+    expect(sample(text, "headwater_sandbox_runs_total", { start: "warm" })).to.be.at.least(1);
     expect(sample(text, "headwater_sse_clients")).to.equal(1);
     expect(sample(text, "headwater_projection_lag")).to.be.a("number").and.at.least(0);
     expect(sample(text, "headwater_log_head_position")).to.be.greaterThan(0);

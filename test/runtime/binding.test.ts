@@ -3,7 +3,7 @@
 import { expect } from "chai";
 import type { HttpResponse, LogLine, Runtime } from "../../src/runtime/index.js";
 import { DEFAULT_LIMITS } from "../../src/runtime/index.js";
-import { InvocationRecord, IsolateSlot, takeReusableSlot } from "../../src/runtime/sandbox/isolateSlot.js";
+import { InvocationRecord, IsolateSlot } from "../../src/runtime/sandbox/isolateSlot.js";
 import { readRunResult } from "../../src/runtime/sandbox/isolateResults.js";
 import { preludeSource } from "../../src/runtime/sandbox/preludeBundle.js";
 import { invocation, prepareCode, prepareFixture, startRuntime } from "./support.js";
@@ -359,15 +359,15 @@ describe("runtime: instance binding", function () {
     expect((err as Error).name).to.equal("RuntimeClosedError");
   });
 
-  it("bounds warm isolates with an LRU per runner process", async () => {
-    const small = await startRuntime({ workers: 1, maxWarmIsolates: 2 });
+  it("bounds warm sources with an LRU per runner process", async () => {
+    const small = await startRuntime({ workers: 1, maxWarmContexts: 2 });
     try {
       const prepared = await prepareCode(small, `export default { name: "l", version: "1", async run() {} };`);
       const at = (sourceId: string) => small.invoke(invocation(prepared, { sourceId }));
       expect((await at("dc_1")).warm).to.equal(false);
       expect((await at("dc_2")).warm).to.equal(false);
       expect((await at("dc_1")).warm).to.equal(true);
-      expect((await at("dc_3")).warm).to.equal(false); // evicts dc_2, the least recently used
+      expect((await at("dc_3")).warm).to.equal(false); // drops dc_2, the least recently used
       expect((await at("dc_1")).warm).to.equal(true);
       expect((await at("dc_2")).warm).to.equal(false);
     } finally {
@@ -375,8 +375,43 @@ describe("runtime: instance binding", function () {
     }
   });
 
-  it("a cold source in a full runner gets a fresh context, never another source's globals or module state", async () => {
-    // One warm isolate: each source's run below is a cold start taking over the other's isolate.
+  it("bounds isolates per runner process: an owner's warm sources go with their isolate", async () => {
+    const small = await startRuntime({ workers: 1, maxWarmIsolates: 2 });
+    try {
+      const prepared = await prepareCode(small, `export default { name: "l", version: "1", async run() {} };`);
+      const at = (ownerId: string, sourceId: string) => small.invoke(invocation(prepared, { ownerId, sourceId }));
+      expect((await at("u_1", "dc_1a")).warm).to.equal(false);
+      expect((await at("u_1", "dc_1b")).warm).to.equal(false); // joins u_1's isolate
+      expect((await at("u_2", "dc_2a")).warm).to.equal(false);
+      expect((await at("u_1", "dc_1a")).warm).to.equal(true);
+      expect((await at("u_1", "dc_1b")).warm).to.equal(true);
+      expect((await at("u_3", "dc_3a")).warm).to.equal(false); // ends u_2's isolate, the least recently used
+      expect((await at("u_1", "dc_1b")).warm).to.equal(true);
+      expect((await at("u_2", "dc_2a")).warm).to.equal(false);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it("a full runner ends the idle isolate with the fewest warm sources first", async () => {
+    const small = await startRuntime({ workers: 1, maxWarmIsolates: 2 });
+    try {
+      const prepared = await prepareCode(small, `export default { name: "l", version: "1", async run() {} };`);
+      const at = (ownerId: string, sourceId: string) => small.invoke(invocation(prepared, { ownerId, sourceId }));
+      await at("u_1", "dc_1a");
+      await at("u_1", "dc_1b");
+      await at("u_2", "dc_2a"); // u_1's isolate (2 sources) is now the least recently used
+      expect((await at("u_3", "dc_3a")).warm).to.equal(false); // ends u_2's (1 source)
+      expect((await at("u_1", "dc_1a")).warm).to.equal(true);
+      expect((await at("u_1", "dc_1b")).warm).to.equal(true);
+      expect((await at("u_2", "dc_2a")).warm).to.equal(false);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it("keeps many sources of one owner warm in one isolate, each with its own globals and module state", async () => {
+    // One isolate per runner: every source of the owner keeps a context of its own in it.
     const one = await startRuntime({ workers: 1, maxWarmIsolates: 1 });
     try {
       const prepared = await prepareCode(
@@ -386,26 +421,130 @@ describe("runtime: instance binding", function () {
            globalThis.mark = event.who; Object.prototype.polluted = event.who;
            this.$emit({ calls, before, inherited }); } };`,
       );
-      for (const who of ["a", "b", "a", "b"]) {
+      const seen = [];
+      for (const who of ["a", "b", "c", "a", "b", "c"]) {
         const outcome = await one.invoke(invocation(prepared, { ownerId: "u_same", sourceId: `dc_${who}`, event: { who } }));
         expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
-        expect(outcome.warm).to.equal(false);
-        expect(outcome.emits[0]?.event).to.deep.equal({ calls: 1, before: null, inherited: null });
+        seen.push([who, outcome.warm, outcome.emits[0]?.event]);
       }
+      expect(seen).to.deep.equal([
+        ["a", false, { calls: 1, before: null, inherited: null }],
+        ["b", false, { calls: 1, before: null, inherited: null }],
+        ["c", false, { calls: 1, before: null, inherited: null }],
+        ["a", true, { calls: 2, before: "a", inherited: "a" }],
+        ["b", true, { calls: 2, before: "b", inherited: "b" }],
+        ["c", true, { calls: 2, before: "c", inherited: "c" }],
+      ]);
+      // Another owner never joins that isolate: it takes the runner's one isolate over, from scratch.
+      const other = await one.invoke(invocation(prepared, { ownerId: "u_other", sourceId: "dc_a", event: { who: "x" } }));
+      expect([other.warm, other.emits[0]?.event]).to.deep.equal([false, { calls: 1, before: null, inherited: null }]);
+      const back = await one.invoke(invocation(prepared, { ownerId: "u_same", sourceId: "dc_a", event: { who: "a" } }));
+      expect([back.warm, back.emits[0]?.event]).to.deep.equal([false, { calls: 1, before: null, inherited: null }]);
     } finally {
       await one.close();
     }
   });
 
-  it("takeOver: the same isolate, a fresh context; the slot taken over is finished", async () => {
+  it("a source of an owner whose isolate is busy with another of its sources runs alongside, in another isolate", async () => {
+    const one = await startRuntime({ workers: 1 });
+    try {
+      const prepared = await prepareCode(
+        one,
+        `let calls = 0; export default { name: "b", version: "1", async run(event) {
+           calls++; const started = Date.now(); await new Promise((r) => setTimeout(r, event.ms)); this.$emit({ calls, started }); } };`,
+      );
+      const at = (sourceId: string, ms: number) => one.invoke(invocation(prepared, { ownerId: "u_busy", sourceId, event: { ms } }));
+      // Both warm in one isolate first.
+      expect((await at("dc_slow", 0)).warm).to.equal(false);
+      expect((await at("dc_fast", 0)).warm).to.equal(false);
+      expect((await at("dc_fast", 0)).warm).to.equal(true);
+      const began = Date.now();
+      const [slow, fast] = await Promise.all([at("dc_slow", 400), at("dc_fast", 0)]);
+      expect(slow.ok && fast.ok).to.equal(true);
+      expect(slow.warm).to.equal(true);
+      // dc_fast did not wait for dc_slow's run: it started again, from scratch, in an idle isolate.
+      expect((fast.emits[0].event as { started: number }).started - began).to.be.lessThan(300);
+      expect(fast.warm).to.equal(false);
+      expect(fast.emits[0].event).to.include({ calls: 1 });
+    } finally {
+      await one.close();
+    }
+  });
+
+  it("a source whose isolate runs a sibling for a moment waits for it and stays warm", async () => {
+    const one = await startRuntime({ workers: 1 });
+    try {
+      const prepared = await prepareCode(
+        one,
+        `let calls = 0; export default { name: "m", version: "1", async run(event) {
+           calls++; await new Promise((r) => setTimeout(r, event.ms)); this.$emit({ calls, ended: Date.now() }); } };`,
+      );
+      const at = (sourceId: string, ms: number) => one.invoke(invocation(prepared, { ownerId: "u_moment", sourceId, event: { ms } }));
+      await at("dc_a", 0);
+      await at("dc_b", 0);
+      const [a, b] = await Promise.all([at("dc_a", 15), at("dc_b", 0)]);
+      expect([a.warm, b.warm]).to.deep.equal([true, true]);
+      expect(b.emits[0].event).to.include({ calls: 2 });
+      // b ran after a, in the same isolate.
+      const ended = (o: typeof a) => (o.emits[0].event as { ended: number }).ended;
+      expect(ended(b)).to.be.at.least(ended(a));
+    } finally {
+      await one.close();
+    }
+  });
+
+  it("a new source of an owner whose isolate is busy for a moment waits and joins it instead of making another isolate", async () => {
+    const one = await startRuntime({ workers: 1 });
+    try {
+      const prepared = await prepareCode(
+        one,
+        `let calls = 0; export default { name: "j", version: "1", async run(event) {
+           calls++; if (event.hang) for (;;) {} await new Promise((r) => setTimeout(r, event.ms ?? 0)); this.$emit({ calls }); } };`,
+      );
+      const at = (sourceId: string, event: object) =>
+        one.invoke({ ...invocation(prepared, { ownerId: "u_join", sourceId, event }), limits: { timeoutMs: 300 } });
+      expect((await at("dc_first", {})).warm).to.equal(false);
+      const [first, joined] = await Promise.all([at("dc_first", { ms: 15 }), at("dc_new", {})]);
+      expect([first.warm, joined.warm, joined.ok]).to.deep.equal([true, false, true]);
+      // They share the isolate: the new source's hang ends it, and dc_first starts again.
+      expect((await at("dc_new", { hang: true })).error?.code).to.equal("TIMEOUT");
+      const after = await at("dc_first", {});
+      expect([after.warm, after.emits[0]?.event]).to.deep.equal([false, { calls: 1 }]);
+    } finally {
+      await one.close();
+    }
+  });
+
+  it("a run that is stopped ends its isolate: the owner's other sources in it start again, and run", async () => {
+    const one = await startRuntime({ workers: 1 });
+    try {
+      const prepared = await prepareCode(
+        one,
+        `let calls = 0; export default { name: "h", version: "1", async run(event) { calls++; if (event.hang) for (;;) {} this.$emit({ calls }); } };`,
+      );
+      const at = (sourceId: string, hang = false) =>
+        one.invoke({ ...invocation(prepared, { ownerId: "u_hang", sourceId, event: { hang } }), limits: { timeoutMs: 300 } });
+      expect((await at("dc_ok")).warm).to.equal(false);
+      expect((await at("dc_hangs")).ok).to.equal(true); // its context joins dc_ok's isolate
+      expect((await at("dc_ok")).warm).to.equal(true);
+      const hung = await at("dc_hangs", true);
+      expect(hung.error?.code).to.equal("TIMEOUT");
+      const after = await at("dc_ok");
+      expect([after.ok, after.warm, after.emits[0]?.event]).to.deep.equal([true, false, { calls: 1 }]);
+    } finally {
+      await one.close();
+    }
+  });
+
+  it("contexts of one isolate: separate globals; releasing one keeps the others; ending the isolate ends them all", async () => {
     const prepared = await prepareCode(
       runtime,
       `let calls = 0; export default { name: "t", version: "1", async run() { calls++; this.$emit({ calls, mark: globalThis.mark ?? null }); globalThis.mark = "left behind"; } };`,
     );
     const env = { limits: DEFAULT_LIMITS, allowPrivateNetworks: false, prelude: await preludeSource() };
     const payload = JSON.stringify({ method: "run", props: {}, event: {}, limits: DEFAULT_LIMITS });
-    const run = async (slot: IsolateSlot) => {
-      const rec = new InvocationRecord(
+    const record = () =>
+      new InvocationRecord(
         1,
         Date.now() + 5000,
         "{}",
@@ -413,6 +552,8 @@ describe("runtime: instance binding", function () {
         () => {},
         () => {},
       );
+    const run = async (slot: IsolateSlot) => {
+      const rec = record();
       slot.current = rec;
       try {
         const result = readRunResult(await slot.invoke(payload, "{}"), DEFAULT_LIMITS);
@@ -422,71 +563,54 @@ describe("runtime: instance binding", function () {
         slot.endInvocation();
       }
     };
-    const first = new IsolateSlot("u_1\u0000dc_1", prepared.bundleHash, 64, env);
     const init = async (slot: IsolateSlot) => {
-      slot.current = new InvocationRecord(
-        0,
-        Date.now() + 5000,
-        "{}",
-        DEFAULT_LIMITS.maxDbBytes,
-        () => {},
-        () => {},
-      );
+      slot.current = record();
       expect((await slot.init(prepared.bundle)).ok).to.equal(true);
       slot.endInvocation();
     };
-    await init(first);
-    expect(await run(first)).to.deep.equal({ calls: 1, mark: null });
-    expect(await run(first)).to.deep.equal({ calls: 2, mark: "left behind" });
-    const second = first.takeOver("u_1\u0000dc_2");
+    const first = new IsolateSlot("u_1\u0000dc_1", prepared.bundleHash, 64, env);
+    const shared = first.shared;
     try {
+      await init(first);
+      expect(await run(first)).to.deep.equal({ calls: 1, mark: null });
+      expect(await run(first)).to.deep.equal({ calls: 2, mark: "left behind" });
+      const second = new IsolateSlot("u_1\u0000dc_2", prepared.bundleHash, 64, env, shared);
+      const third = new IsolateSlot("u_1\u0000dc_3", prepared.bundleHash, 64, env, shared);
       expect(second.isolate).to.equal(first.isolate);
-      expect(first.disposed).to.equal(true);
-      expect(() => first.takeOver("u_1\u0000dc_3")).to.throw(/idle, healthy/);
       await init(second);
+      await init(third);
       expect(await run(second)).to.deep.equal({ calls: 1, mark: null });
+      expect(shared.busy).to.equal(false);
+      second.current = record();
+      expect(shared.busy, "one of its contexts runs").to.equal(true);
+      second.endInvocation();
+      // Only a live isolate of the same owner, component version and memory limit takes a context.
+      expect(() => new IsolateSlot("u_2\u0000dc_9", prepared.bundleHash, 64, env, shared)).to.throw(/own owner/);
+      expect(() => new IsolateSlot("u_1\u0000dc_9", "other", 64, env, shared)).to.throw(/own owner/);
+      expect(() => new IsolateSlot("u_1\u0000dc_9", prepared.bundleHash, 128, env, shared)).to.throw(/own owner/);
+      first.release();
+      expect(first.disposed).to.equal(true);
+      expect(shared.disposed).to.equal(false);
+      expect(await run(second)).to.deep.equal({ calls: 2, mark: "left behind" });
+      expect(await run(third)).to.deep.equal({ calls: 1, mark: null });
+      second.release();
+      third.dispose();
+      expect(second.disposed && third.disposed && shared.disposed).to.equal(true);
+      expect(first.isolate.isDisposed).to.equal(true);
     } finally {
-      second.dispose();
+      shared.dispose();
     }
-    expect(first.isolate.isDisposed).to.equal(true);
   });
 
-  it("takes over only an idle isolate of the same owner, component version and memory, and only when the runner is full", () => {
+  it("an isolate ends with its last context", async () => {
     const env = { limits: DEFAULT_LIMITS, allowPrivateNetworks: false, prelude: "" };
-    const made: IsolateSlot[] = [];
-    const slot = (key: string, bundleKey = "b1", memoryMb = 64) => {
-      const s = new IsolateSlot(key, bundleKey, memoryMb, env);
-      made.push(s);
-      return [key, s] as const;
-    };
-    try {
-      const want = { ownerId: "u_1", bundleKey: "b1", memoryMb: 64 };
-      const busy = slot("u_1\u0000dc_busy");
-      busy[1].current = new InvocationRecord(
-        0,
-        Date.now() + 5000,
-        "{}",
-        1000,
-        () => {},
-        () => {},
-      );
-      const slots = new Map([
-        slot("u_2\u0000dc_other_owner"),
-        busy,
-        slot("u_1\u0000dc_other_bundle", "b2"),
-        slot("u_1\u0000dc_other_memory", "b1", 128),
-        slot("u_1\u0000dc_idle_old"),
-        slot("u_1\u0000dc_idle_new"),
-      ]);
-      expect(takeReusableSlot(slots, 6, 7, want), "the runner is not full").to.equal(undefined);
-      expect(takeReusableSlot(slots, 6, 6, want)?.key).to.equal("u_1\u0000dc_idle_old");
-      expect(slots.has("u_1\u0000dc_idle_old")).to.equal(false);
-      expect(takeReusableSlot(slots, 5 + 1, 6, want)?.key, "cold starts under way count").to.equal("u_1\u0000dc_idle_new");
-      expect(takeReusableSlot(slots, 4, 4, want), "nothing else qualifies").to.equal(undefined);
-      expect(takeReusableSlot(slots, 4, 4, { ...want, ownerId: "u_2" })?.key).to.equal("u_2\u0000dc_other_owner");
-    } finally {
-      for (const s of made) s.dispose();
-    }
+    const a = new IsolateSlot("u_1\u0000dc_a", "b1", 64, env);
+    const b = new IsolateSlot("u_1\u0000dc_b", "b1", 64, env, a.shared);
+    a.release();
+    expect(a.shared.disposed).to.equal(false);
+    b.release();
+    expect(a.shared.disposed).to.equal(true);
+    expect(a.isolate.isDisposed).to.equal(true);
   });
 
   it("reports a thrown error with name, message and stack, keeping earlier emits", async () => {

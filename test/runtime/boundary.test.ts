@@ -781,7 +781,14 @@ describe("runtime: the process boundary (defence in depth)", function () {
         }
         throw new Error(`no ${type} message`);
       };
-      child.send({ type: "init", prelude: await preludeSource(), limits: L, allowPrivateNetworks: false, maxWarmIsolates: 4 });
+      child.send({
+        type: "init",
+        prelude: await preludeSource(),
+        limits: L,
+        allowPrivateNetworks: false,
+        maxWarmIsolates: 4,
+        maxWarmContexts: 4,
+      });
       await next("ready");
       child.send({
         type: "invoke",

@@ -1,5 +1,6 @@
-// One isolate in a runner child: its context, the host side of the bridge, and the bookkeeping of
-// the invocation it is serving. A slot is warm state for exactly one source of one owner.
+// A source's warm state in a runner child: its context in an isolate of its owner (shared with the
+// contexts of the owner's other sources, see SharedIsolate), the host side of its bridge, and the
+// bookkeeping of the invocation it is serving. A slot is warm state for exactly one source.
 // This is trusted code the isolate cannot reach: it decides on every emit, db.set, respond and
 // log line the isolate proposes, and enforces the limits whatever the isolate's own checks did.
 import ivm from "isolated-vm";
@@ -72,8 +73,8 @@ function producedCache(script: ivm.Script): ivm.ExternalCopy<ArrayBuffer> | unde
 
 /**
  * The prelude and the bundle compiled in one isolate. A script is bound to its isolate, not to a
- * context: a slot taking the isolate over (same owner, same bundle) runs them in its fresh context
- * without compiling them again, which was about a third of a takeover's setup.
+ * context: each context of the isolate (same owner, same bundle) runs them without compiling them
+ * again, which was about a third of a cold start's setup.
  */
 interface CompiledScripts {
   prelude?: ivm.Script;
@@ -83,8 +84,87 @@ interface CompiledScripts {
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
 const MAX_TIMERS = 10_000;
 
-export class IsolateSlot {
+/**
+ * One isolate of one owner, component version and memory limit, holding the warm contexts of
+ * several of that owner's sources (a context per source: separate globals, module state and
+ * bridge; only the compiled scripts and the heap are shared). One of its sources runs at a time:
+ * a source whose isolate is busy with a sibling starts in another isolate, so a run that hangs or
+ * blows the heap holds or takes down only idle contexts of the same owner, never a run.
+ */
+export class SharedIsolate {
   readonly isolate: ivm.Isolate;
+  /** What is already compiled in this isolate (a script is bound to its isolate, not to a context). */
+  readonly compiled: CompiledScripts = {};
+  /** The contexts living in it. */
+  readonly slots = new Set<IsolateSlot>();
+  disposed = false;
+  /** Runs of its contexts waiting for the one running now to end (see idle()). */
+  private readonly waiters = new Set<() => void>();
+
+  constructor(
+    readonly ownerId: string,
+    readonly bundleKey: string,
+    readonly memoryMb: number,
+  ) {
+    this.isolate = new ivm.Isolate({
+      memoryLimit: memoryMb,
+      onCatastrophicError: (message) => {
+        // V8 lost control of the isolate: the process cannot be trusted any more.
+        process.stderr.write(`headwater runner: catastrophic isolate error: ${message}\n`);
+        process.abort();
+      },
+    });
+  }
+
+  /** One of its contexts is running an invocation (or loading). */
+  get busy(): boolean {
+    for (const slot of this.slots) if (slot.current) return true;
+    return false;
+  }
+
+  /**
+   * Resolves once none of its contexts runs, once it is disposed, or after `ms`, whichever comes
+   * first. Every waiter is woken; the first to take the isolate (synchronously on waking) has it,
+   * so the others check `busy` again.
+   */
+  idle(ms: number): Promise<void> {
+    if (!this.busy || this.disposed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  /** A context ended its invocation: the waiting runs may go. */
+  wakeWaiters(): void {
+    if (this.busy) return;
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  /** Ends the isolate and so every context in it (a timeout, the memory limit, a suspect isolate, eviction). */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const wake of [...this.waiters]) wake();
+    for (const slot of this.slots) slot.stopTimers();
+    try {
+      this.isolate.dispose();
+    } catch {
+      /* already disposed by V8 (memory limit) */
+    }
+  }
+}
+
+/** The owner part of a slot key (`owner\u0000source`). */
+const ownerOfKey = (key: string): string => key.slice(0, Math.max(0, key.indexOf("\u0000")));
+
+export class IsolateSlot {
+  readonly shared: SharedIsolate;
   context: ivm.Context | undefined;
   private invokeRef: ivm.Reference<(payload: string, db: string) => Promise<string>> | undefined;
   private dispatchRef: ivm.Reference<(kind: string, id: number, payload: unknown) => void> | undefined;
@@ -94,7 +174,7 @@ export class IsolateSlot {
   private httpActive = 0;
   private readonly httpWaiting: (() => void)[] = [];
   private readonly dispatching = new Set<Promise<unknown>>();
-  disposed = false;
+  private released = false;
   lastUsed = Date.now();
 
   constructor(
@@ -102,40 +182,50 @@ export class IsolateSlot {
     readonly bundleKey: string,
     readonly memoryMb: number,
     private readonly env: SlotEnv,
-    /** An isolate taken over from a finished slot (takeOver); a new one otherwise. */
-    isolate?: ivm.Isolate,
-    /** What is already compiled in that isolate. */
-    private readonly compiled: CompiledScripts = {},
+    /** The isolate of the owner's other sources this context joins; a new isolate otherwise. */
+    shared?: SharedIsolate,
   ) {
-    this.isolate =
-      isolate ??
-      new ivm.Isolate({
-        memoryLimit: memoryMb,
-        onCatastrophicError: (message) => {
-          // V8 lost control of the isolate: the process cannot be trusted any more.
-          process.stderr.write(`headwater runner: catastrophic isolate error: ${message}\n`);
-          process.abort();
-        },
-      });
+    if (
+      shared &&
+      (shared.disposed || shared.bundleKey !== bundleKey || shared.memoryMb !== memoryMb || shared.ownerId !== ownerOfKey(key))
+    ) {
+      throw new Error("a context joins only a live isolate of its own owner, component version and memory limit");
+    }
+    this.shared = shared ?? new SharedIsolate(ownerOfKey(key), bundleKey, memoryMb);
+    this.shared.slots.add(this);
+  }
+
+  get isolate(): ivm.Isolate {
+    return this.shared.isolate;
+  }
+
+  /** Gone: its context was released, or its isolate ended. */
+  get disposed(): boolean {
+    return this.released || this.shared.disposed;
   }
 
   /**
-   * A slot for `key` (another source of the same owner and component version) in this idle slot's
-   * isolate: a fresh context, so nothing of this source's globals, module state or bridge is
-   * reachable from it, without the cost of creating an isolate and disposing this one (about a
-   * fifth of a cold start). This slot is finished: its context and references are released.
+   * Releases this context alone (its globals, module state and bridge); the isolate's other
+   * contexts go on. The isolate ends with its last context.
    */
-  takeOver(key: string): IsolateSlot {
-    if (this.current || this.disposed) throw new Error("only an idle, healthy slot can be taken over");
-    const next = new IsolateSlot(key, this.bundleKey, this.memoryMb, this.env, this.isolate, this.compiled);
-    this.disposed = true;
-    for (const t of this.timers.values()) clearTimeout(t);
-    this.timers.clear();
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.stopTimers();
+    this.current = undefined;
+    this.shared.slots.delete(this);
+    this.shared.wakeWaiters();
+    if (this.shared.disposed) return;
     for (const ref of [this.invokeRef, this.dispatchRef, this.loadRef]) ref?.release();
     this.invokeRef = this.dispatchRef = this.loadRef = undefined;
     this.context?.release();
     this.context = undefined;
-    return next;
+    if (this.shared.slots.size === 0) this.shared.dispose();
+  }
+
+  stopTimers(): void {
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
   }
 
   /**
@@ -168,7 +258,7 @@ export class IsolateSlot {
       new ivm.Callback((op: unknown, id: unknown, ms: unknown) => this.onTimer(op, id, ms), { ignored: true }),
     );
     g.setSync("__hw_bridge_sync", new ivm.Callback((op: unknown, args: unknown) => hostOperation(op, args), { sync: true }));
-    const prelude = (this.compiled.prelude ??= this.compilePrelude());
+    const prelude = (this.shared.compiled.prelude ??= this.compilePrelude());
     prelude.runSync(context);
     const entry = g.getSync("__hw_entry", { reference: true }) as ivm.Reference<Record<string, unknown>>;
     this.loadRef = entry.getSync("load", { reference: true }) as ivm.Reference<(describe: boolean) => string>;
@@ -176,7 +266,7 @@ export class IsolateSlot {
     this.dispatchRef = entry.getSync("dispatch", { reference: true }) as ivm.Reference<(k: string, i: number, p: unknown) => void>;
     entry.release();
     g.deleteSync("__hw_entry");
-    const script = (this.compiled.bundle ??= await this.compileBundle(bundle));
+    const script = (this.shared.compiled.bundle ??= await this.compileBundle(bundle));
     await script.run(context);
     const loaded: unknown = await this.loadRef.apply(undefined, [describe], { arguments: { copy: true }, result: { copy: true } });
     return readLoadResult(loaded, describe);
@@ -225,22 +315,15 @@ export class IsolateSlot {
 
   /** Ends the bookkeeping of the current invocation: timers stop, late HTTP answers are dropped. */
   endInvocation(): void {
-    for (const t of this.timers.values()) clearTimeout(t);
-    this.timers.clear();
+    this.stopTimers();
     this.current = undefined;
     this.lastUsed = Date.now();
+    this.shared.wakeWaiters();
   }
 
+  /** Ends its isolate, and so the owner's other contexts in it (after a timeout, the memory limit, or a suspect answer). */
   dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
-    for (const t of this.timers.values()) clearTimeout(t);
-    this.timers.clear();
-    try {
-      this.isolate.dispose();
-    } catch {
-      /* already disposed by V8 (memory limit) */
-    }
+    this.shared.dispose();
   }
 
   private dispatch(kind: "timer" | "http", id: number, payload: unknown): void {
@@ -489,29 +572,4 @@ export class IsolateSlot {
       this.httpWaiting.shift()?.();
     }
   }
-}
-
-/**
- * When a runner child's warm isolates are all taken (`maxWarm`), a cold start would dispose the
- * least recently used one and create another. Instead it takes over the least recently used idle
- * isolate of the same owner and component version (and memory limit), removed here from `slots`
- * (keyed `owner\u0000source`, least recently used first), to get a fresh context in it. Never
- * another owner's: a tenant's code never runs in a heap another tenant's code ran in.
- */
-export function takeReusableSlot(
-  slots: Map<string, IsolateSlot>,
-  /** Warm isolates kept plus those being started: a new one would push one out. */
-  occupied: number,
-  maxWarm: number,
-  want: { readonly ownerId: string; readonly bundleKey: string; readonly memoryMb: number },
-): IsolateSlot | undefined {
-  if (occupied < maxWarm) return undefined;
-  const owner = `${want.ownerId}\u0000`;
-  for (const [key, slot] of slots) {
-    if (slot.current || slot.disposed || slot.bundleKey !== want.bundleKey || slot.memoryMb !== want.memoryMb) continue;
-    if (!key.startsWith(owner)) continue;
-    slots.delete(key);
-    return slot;
-  }
-  return undefined;
 }

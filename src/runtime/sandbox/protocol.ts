@@ -13,6 +13,7 @@ export interface WorkerInit {
   limits: SandboxLimits;
   allowPrivateNetworks: boolean;
   maxWarmIsolates: number;
+  maxWarmContexts: number;
 }
 
 export interface InvokeRequest {
@@ -227,7 +228,11 @@ export function readHostMessage(raw: unknown): HostToWorker {
   const id = isId(raw["id"]) ? raw["id"] : undefined;
   switch (raw["type"]) {
     case "init":
-      if (typeof raw["allowPrivateNetworks"] !== "boolean" || !isPositiveInt(raw["maxWarmIsolates"]))
+      if (
+        typeof raw["allowPrivateNetworks"] !== "boolean" ||
+        !isPositiveInt(raw["maxWarmIsolates"]) ||
+        !isPositiveInt(raw["maxWarmContexts"])
+      )
         throw new ProtocolError("malformed init", undefined);
       return {
         type: "init",
@@ -235,6 +240,7 @@ export function readHostMessage(raw: unknown): HostToWorker {
         limits: readLimits(raw["limits"]),
         allowPrivateNetworks: raw["allowPrivateNetworks"],
         maxWarmIsolates: raw["maxWarmIsolates"],
+        maxWarmContexts: raw["maxWarmContexts"],
       };
     case "invoke": {
       if (id === undefined) throw new ProtocolError("an invocation needs an id", undefined);

@@ -7,7 +7,14 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { JsonLimitError, MAX_ENVELOPE_DEPTH, parseJson, stringifyJson } from "../../json/bounded.js";
-import { defaultWorkerCount, resolveLimits, type RuntimeOptions, type SandboxLimits } from "../config.js";
+import {
+  defaultWarmContexts,
+  defaultWarmIsolates,
+  defaultWorkerCount,
+  resolveLimits,
+  type RuntimeOptions,
+  type SandboxLimits,
+} from "../config.js";
 import {
   checkHeaders,
   checkMeta,
@@ -126,6 +133,8 @@ function fnv1a(text: string): number {
 
 export class Runtime {
   readonly limits: SandboxLimits;
+  /** Invocations the children answered, by whether the source's context was warm or had to be made (a cold start). */
+  readonly starts = { warm: 0, cold: 0 };
   private readonly runners: RunnerProcess[];
   private readonly opts: Required<Omit<RuntimeOptions, "limits" | "timeoutMs" | "memoryMb" | "workers" | "workerPath">> & {
     workers: number;
@@ -146,11 +155,13 @@ export class Runtime {
       if (!Number.isSafeInteger(value) || value <= 0)
         throw new TypeError(`runtime limit ${name} must be a positive integer, got ${String(value)}`);
     }
+    const workers = options.workers ?? defaultWorkerCount();
     this.opts = {
-      workers: options.workers ?? defaultWorkerCount(),
+      workers,
       cacheDir: options.cacheDir,
       allowPrivateNetworks: options.allowPrivateNetworks ?? false,
-      maxWarmIsolates: options.maxWarmIsolates ?? 64,
+      maxWarmIsolates: options.maxWarmIsolates ?? defaultWarmIsolates(workers),
+      maxWarmContexts: options.maxWarmContexts ?? defaultWarmContexts(workers),
       maxConcurrentPerWorker: options.maxConcurrentPerWorker ?? 32,
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 1000,
       heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? 10_000,
@@ -225,6 +236,7 @@ export class Runtime {
           limits: this.limits,
           allowPrivateNetworks: this.opts.allowPrivateNetworks,
           maxWarmIsolates: this.opts.maxWarmIsolates,
+          maxWarmContexts: this.opts.maxWarmContexts,
         }),
       (err) => process.stderr.write(`headwater runtime: cannot build the sandbox prelude: ${String(err)}\n`),
     );
@@ -512,6 +524,7 @@ export class Runtime {
     error: InvocationError | undefined,
   ): void {
     clearTimeout(pending.hardTimer);
+    if (outcome) this.starts[outcome.warm ? "warm" : "cold"]++;
     const emits: Emit[] = [];
     const sends: Send[] = [];
     let data: Pick<InvocationOutcome, "db" | "returnValue" | "exports"> = { db: pending.inv.db ?? {} };

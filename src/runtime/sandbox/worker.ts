@@ -1,9 +1,11 @@
 // Entry of a runner child process (forked by the Runtime supervisor). It owns isolates: one warm
-// slot per (owner, source), an LRU over them, and the per-invocation timeout and memory limit.
+// context per (owner, source) in an isolate of that owner shared with the owner's other sources
+// (one of them running at a time), bounds on the contexts (LRU) and on the isolates, and the
+// per-invocation timeout and memory limit.
 // Trusted code: it reads the isolate's proposals (isolateResults.ts) and decides the outcome.
 import type { HttpResponse, InvocationError, LogLine } from "../types.js";
 import { IsolateResultError, readRunResult } from "./isolateResults.js";
-import { IsolateSlot, InvocationRecord, takeReusableSlot, type SlotEnv } from "./isolateSlot.js";
+import { IsolateSlot, InvocationRecord, SharedIsolate, type SlotEnv } from "./isolateSlot.js";
 import {
   ProtocolError,
   readHostMessage,
@@ -17,10 +19,20 @@ import {
 } from "./protocol.js";
 
 let env: SlotEnv | undefined;
-let maxWarm = 64;
+let maxWarmIsolates = 256;
+let maxWarmContexts = 1024;
+/** Warm contexts by `owner\u0000source`, least recently used first. */
 const slots = new Map<string, IsolateSlot>();
-/** Cold starts under way: their isolates join `slots` once loaded. */
-let starting = 0;
+/** Live isolates (with their cold starts under way), least recently used first. */
+const isolates = new Set<SharedIsolate>();
+/** Contexts one isolate holds at most: they share its heap and its memory limit. */
+const MAX_CONTEXTS_PER_ISOLATE = 64;
+/**
+ * How long a run waits for its warm context's isolate while another source of the owner runs in
+ * it (a warm run costs a fraction of a cold start, and most runs take a few ms), before it starts
+ * again in an idle isolate: a run that hangs or waits on the network holds its siblings no longer.
+ */
+const BUSY_ISOLATE_WAIT_MS = 50;
 const queues = new Map<string, Promise<void>>();
 const bundles = new Map<string, string>();
 const MAX_BUNDLES = 256;
@@ -76,16 +88,85 @@ function rememberBundle(key: string, bundle: string): void {
   if (bundles.size > MAX_BUNDLES) bundles.delete(bundles.keys().next().value as string);
 }
 
+/** Marks a source's context and its isolate as just used; the least recently used idle ones go past the bounds. */
 function touch(key: string, slot: IsolateSlot): void {
   slots.delete(key);
   slots.set(key, slot);
-  if (slots.size <= maxWarm) return;
+  isolates.delete(slot.shared);
+  isolates.add(slot.shared);
+  if (slots.size <= maxWarmContexts) return;
   for (const [k, s] of slots) {
-    if (slots.size <= maxWarm) break;
+    if (slots.size <= maxWarmContexts) break;
     if (s.current) continue;
-    s.dispose();
+    s.release();
     slots.delete(k);
   }
+}
+
+/** Ends an isolate and forgets its contexts. */
+function dropIsolate(shared: SharedIsolate): void {
+  for (const slot of shared.slots) if (slots.get(slot.key) === slot) slots.delete(slot.key);
+  shared.dispose();
+  isolates.delete(shared);
+}
+
+type IsolateWanted = { readonly ownerId: string; readonly bundleKey: string; readonly memoryMb: number };
+
+/** The isolates of the owner, component version and memory limit with room for another context. */
+function isolatesOf(want: IsolateWanted): SharedIsolate[] {
+  const found: SharedIsolate[] = [];
+  for (const shared of isolates) {
+    if (shared.disposed) {
+      dropIsolate(shared);
+      continue;
+    }
+    if (shared.ownerId !== want.ownerId || shared.bundleKey !== want.bundleKey || shared.memoryMb !== want.memoryMb) continue;
+    if (shared.slots.size < MAX_CONTEXTS_PER_ISOLATE) found.push(shared);
+  }
+  return found;
+}
+
+/** Waits (a moment at most) while the owner's isolates with room for another context are all busy. */
+async function untilIsolateIdle(want: IsolateWanted): Promise<void> {
+  const deadline = Date.now() + BUSY_ISOLATE_WAIT_MS;
+  for (;;) {
+    const candidates = isolatesOf(want);
+    const left = deadline - Date.now();
+    if (candidates.length === 0 || left <= 0 || candidates.some((shared) => !shared.busy)) return;
+    await Promise.race(candidates.map((shared) => shared.idle(left)));
+  }
+}
+
+/**
+ * The isolate a cold source of `want.ownerId` starts its context in, to be taken at once: an idle
+ * one of the same owner, component version and memory limit with room for another context, else
+ * a new one (undefined; when the runner holds its most, idle isolates end first, those with the
+ * fewest warm sources first). Never another owner's: a tenant's code never runs in a heap another tenant's code ran in.
+ */
+function isolateFor(want: IsolateWanted): SharedIsolate | undefined {
+  const idle = isolatesOf(want).filter((shared) => !shared.busy);
+  if (idle.length > 0) return idle[idle.length - 1]; // the most recently used
+  while (isolates.size >= maxWarmIsolates) {
+    const victim = leastWarmIdleIsolate();
+    if (!victim) break;
+    dropIsolate(victim);
+  }
+  return undefined;
+}
+
+/**
+ * The idle isolate whose end costs the fewest warm sources (the least recently used of those):
+ * the contexts are bounded on their own (maxWarmContexts), so an isolate is chosen by what its
+ * end throws away, not by its age alone.
+ */
+function leastWarmIdleIsolate(): SharedIsolate | undefined {
+  let victim: SharedIsolate | undefined;
+  for (const shared of isolates) {
+    if (shared.busy) continue;
+    if (!victim || shared.slots.size < victim.slots.size) victim = shared;
+    if (victim.slots.size <= 1) break;
+  }
+  return victim;
 }
 
 function classify(
@@ -185,8 +266,16 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
     (response) => sink.respond(response),
   );
   let slot = slots.get(slotKey);
-  if (slot && (slot.bundleKey !== msg.bundleKey || slot.memoryMb !== msg.memoryMb || slot.disposed)) {
-    slot.dispose();
+  // Another source of the owner runs in this context's isolate: a warm run is worth a moment's wait.
+  const waitedForSibling = slot !== undefined && !slot.disposed && slot.shared.busy;
+  if (waitedForSibling && slot) {
+    const deadline = Date.now() + BUSY_ISOLATE_WAIT_MS;
+    for (let left = BUSY_ISOLATE_WAIT_MS; left > 0 && slot.shared.busy; left = deadline - Date.now()) await slot.shared.idle(left);
+  }
+  // A new component version or memory limit starts clean; a context whose isolate ended, or still
+  // runs another source of the owner, starts again in an idle isolate.
+  if (slot && (slot.bundleKey !== msg.bundleKey || slot.memoryMb !== msg.memoryMb || slot.disposed || slot.shared.busy)) {
+    slot.release();
     slots.delete(slotKey);
     slot = undefined;
   }
@@ -207,21 +296,24 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
         needBundle = true;
         return "need-bundle";
       }
-      const reusable = takeReusableSlot(slots, slots.size + starting, maxWarm, msg);
-      active = reusable?.takeOver(slotKey) ?? new IsolateSlot(slotKey, msg.bundleKey, msg.memoryMb, env);
+      // A moment's wait is spent once: a run that waited for its context's isolate does not wait again.
+      if (!waitedForSibling) await untilIsolateIdle(msg);
+      active = new IsolateSlot(slotKey, msg.bundleKey, msg.memoryMb, env, isolateFor(msg));
       active.current = rec;
+      isolates.delete(active.shared);
+      isolates.add(active.shared);
       cpuStart = active.cpuTimeNs();
-      starting++;
-      const loaded = await active.init(bundle).finally(() => starting--);
+      const loaded = await active.init(bundle);
       if (!loaded.ok) {
         outcome.error = loaded.error ?? { name: "Error", message: "the component failed to load", code: "LOAD_ERROR" };
-        active.dispose();
+        // What failed to load is this context's: the owner's other contexts in the isolate go on.
+        active.release();
         return outcome;
       }
       touch(slotKey, active);
     } else {
-      touch(slotKey, active);
       active.current = rec;
+      touch(slotKey, active);
       cpuStart = active.cpuTimeNs();
     }
     const proposed = await active.invoke(msg.payload, msg.db);
@@ -326,7 +418,8 @@ function onMessage(raw: unknown): void {
   switch (msg.type) {
     case "init":
       env = { limits: msg.limits, allowPrivateNetworks: msg.allowPrivateNetworks, prelude: msg.prelude };
-      maxWarm = msg.maxWarmIsolates;
+      maxWarmIsolates = msg.maxWarmIsolates;
+      maxWarmContexts = msg.maxWarmContexts;
       send({ type: "ready" });
       return;
     case "ping":
@@ -346,7 +439,7 @@ function onMessage(raw: unknown): void {
       );
       return;
     case "shutdown":
-      for (const slot of slots.values()) slot.dispose();
+      for (const shared of isolates) shared.dispose();
       process.exit(0);
   }
 }

@@ -180,6 +180,7 @@ async function main(): Promise<void> {
     }
     const loadEnded = performance.now();
     const unanswered = inFlight.size;
+    const answeredInLoad = accepted + refused;
     const rssMb = treeRssMb(server.pid!);
     await Promise.all([...inFlight, ...sampling]);
     samples.sort((a, b) => a.at - b.at);
@@ -220,7 +221,7 @@ async function main(): Promise<void> {
       `Load: ${endpoints.length.toLocaleString("en")} sources of ${userCount} users (deployed in ${deploySeconds.toFixed(1)} s), each receiving one ~40-byte JSON request every ${periodS} s: ${Math.round(rate).toLocaleString("en")} req/s in all, sent on schedule (open loop, keep-alive, 64 sockets) for ${seconds} s from the bench process. The source emits its request body. ${warmup ? `Before the load, every source ran once (warm-up, ${warmupSeconds.toFixed(1)} s: their cold starts).` : "No warm-up (BENCH_WARMUP=0): the load starts on sources that never ran."}`,
       "",
       `- sent ${sent.toLocaleString("en")} (${unanswered.toLocaleString("en")} of them not yet answered when the load ended: requests waiting in the client's 64 sockets), accepted ${accepted.toLocaleString("en")} (${((100 * accepted) / Math.max(1, sent)).toFixed(1)} %), refused (429/503) ${refused.toLocaleString("en")}, connection errors ${failed}`,
-      `- runs recorded ${runs.toLocaleString("en")}, of them cold starts (the source's sandbox context made anew) ${(last.cold - before.cold).toLocaleString("en")}; runs/s over the load ${(runs / ((loadEnded - started) / 1000 + (Number.isFinite(drained) ? drained : 0))).toFixed(0)} against ${(accepted / ((loadEnded - started) / 1000)).toFixed(0)} accepted req/s`,
+      `- runs recorded ${runs.toLocaleString("en")}, of them cold starts (the source's sandbox context made anew) ${(last.cold - before.cold).toLocaleString("en")}; runs/s over the load and its drain ${(runs / ((loadEnded - started) / 1000 + (Number.isFinite(drained) ? drained : 0))).toFixed(0)}; requests sent ${(sent / ((loadEnded - started) / 1000)).toFixed(0)}/s and answered ${(answeredInLoad / ((loadEnded - started) / 1000)).toFixed(0)}/s during the load`,
       `- RSS of the server and its sandbox children at the end of the load: ${rssMb.toFixed(0)} MB; warm sources per sandbox child: ${warmSources ?? "the default"}, isolates: ${warmIsolates ?? "the default"}`,
       `- CPU per run recorded, in µs (kernel's part in parentheses), from the load's start to the drain's end (/proc): the server's event loop ${perRun(main)}, its other threads ${perRun(threads)}, its sandbox children ${perRun(children)}, in all ${perRun(add(add(main, threads), children))}; the bench process (the load generator) ${perRun({ userMs: benchCpu.user / 1000, systemMs: benchCpu.system / 1000 })}`,
       `- backlog drained ${Number.isFinite(drained) ? `${drained.toFixed(1)} s after the load ended` : "NOT within 300 s"}`,

@@ -1,12 +1,22 @@
 // Instance binding as the component format promises: props, methods, app props, this.db,
 // http.respond, $emit, console capture, hooks, actions, warm contexts and tenancy.
 import { expect } from "chai";
-import type { HttpResponse, LogLine, Runtime } from "../../src/runtime/index.js";
+import type { HttpResponse, LogLine, Runtime, RuntimeOptions } from "../../src/runtime/index.js";
 import { DEFAULT_LIMITS } from "../../src/runtime/index.js";
 import { InvocationRecord, IsolateSlot } from "../../src/runtime/sandbox/isolateSlot.js";
 import { readRunResult } from "../../src/runtime/sandbox/isolateResults.js";
 import { preludeSource } from "../../src/runtime/sandbox/preludeBundle.js";
 import { invocation, prepareCode, prepareFixture, startRuntime } from "./support.js";
+
+/** Runs `body` against a runtime of its own with one runner child (so every source meets the same child), closed afterwards. */
+async function withOneRunner(options: Partial<RuntimeOptions>, body: (runtime: Runtime) => Promise<void>): Promise<void> {
+  const runtime = await startRuntime({ workers: 1, ...options });
+  try {
+    await body(runtime);
+  } finally {
+    await runtime.close();
+  }
+}
 
 describe("runtime: instance binding", function () {
   this.timeout(30_000);
@@ -360,8 +370,7 @@ describe("runtime: instance binding", function () {
   });
 
   it("bounds warm sources with an LRU per runner process", async () => {
-    const small = await startRuntime({ workers: 1, maxWarmContexts: 2 });
-    try {
+    await withOneRunner({ maxWarmContexts: 2 }, async (small) => {
       const prepared = await prepareCode(small, `export default { name: "l", version: "1", async run() {} };`);
       const at = (sourceId: string) => small.invoke(invocation(prepared, { sourceId }));
       expect((await at("dc_1")).warm).to.equal(false);
@@ -370,14 +379,11 @@ describe("runtime: instance binding", function () {
       expect((await at("dc_3")).warm).to.equal(false); // drops dc_2, the least recently used
       expect((await at("dc_1")).warm).to.equal(true);
       expect((await at("dc_2")).warm).to.equal(false);
-    } finally {
-      await small.close();
-    }
+    });
   });
 
   it("bounds isolates per runner process: an owner's warm sources go with their isolate", async () => {
-    const small = await startRuntime({ workers: 1, maxWarmIsolates: 2 });
-    try {
+    await withOneRunner({ maxWarmIsolates: 2 }, async (small) => {
       const prepared = await prepareCode(small, `export default { name: "l", version: "1", async run() {} };`);
       const at = (ownerId: string, sourceId: string) => small.invoke(invocation(prepared, { ownerId, sourceId }));
       expect((await at("u_1", "dc_1a")).warm).to.equal(false);
@@ -388,14 +394,11 @@ describe("runtime: instance binding", function () {
       expect((await at("u_3", "dc_3a")).warm).to.equal(false); // ends u_2's isolate, the least recently used
       expect((await at("u_1", "dc_1b")).warm).to.equal(true);
       expect((await at("u_2", "dc_2a")).warm).to.equal(false);
-    } finally {
-      await small.close();
-    }
+    });
   });
 
   it("a full runner ends the idle isolate with the fewest warm sources first", async () => {
-    const small = await startRuntime({ workers: 1, maxWarmIsolates: 2 });
-    try {
+    await withOneRunner({ maxWarmIsolates: 2 }, async (small) => {
       const prepared = await prepareCode(small, `export default { name: "l", version: "1", async run() {} };`);
       const at = (ownerId: string, sourceId: string) => small.invoke(invocation(prepared, { ownerId, sourceId }));
       await at("u_1", "dc_1a");
@@ -405,15 +408,12 @@ describe("runtime: instance binding", function () {
       expect((await at("u_1", "dc_1a")).warm).to.equal(true);
       expect((await at("u_1", "dc_1b")).warm).to.equal(true);
       expect((await at("u_2", "dc_2a")).warm).to.equal(false);
-    } finally {
-      await small.close();
-    }
+    });
   });
 
   it("keeps many sources of one owner warm in one isolate, each with its own globals and module state", async () => {
     // One isolate per runner: every source of the owner keeps a context of its own in it.
-    const one = await startRuntime({ workers: 1, maxWarmIsolates: 1 });
-    try {
+    await withOneRunner({ maxWarmIsolates: 1 }, async (one) => {
       const prepared = await prepareCode(
         one,
         `let calls = 0; export default { name: "r", version: "1", async run(event) {
@@ -440,14 +440,11 @@ describe("runtime: instance binding", function () {
       expect([other.warm, other.emits[0]?.event]).to.deep.equal([false, { calls: 1, before: null, inherited: null }]);
       const back = await one.invoke(invocation(prepared, { ownerId: "u_same", sourceId: "dc_a", event: { who: "a" } }));
       expect([back.warm, back.emits[0]?.event]).to.deep.equal([false, { calls: 1, before: null, inherited: null }]);
-    } finally {
-      await one.close();
-    }
+    });
   });
 
   it("a source of an owner whose isolate is busy with another of its sources runs alongside, in another isolate", async () => {
-    const one = await startRuntime({ workers: 1 });
-    try {
+    await withOneRunner({}, async (one) => {
       const prepared = await prepareCode(
         one,
         `let calls = 0; export default { name: "b", version: "1", async run(event) {
@@ -466,14 +463,11 @@ describe("runtime: instance binding", function () {
       expect((fast.emits[0].event as { started: number }).started - began).to.be.lessThan(300);
       expect(fast.warm).to.equal(false);
       expect(fast.emits[0].event).to.include({ calls: 1 });
-    } finally {
-      await one.close();
-    }
+    });
   });
 
   it("a source whose isolate runs a sibling for a moment waits for it and stays warm", async () => {
-    const one = await startRuntime({ workers: 1 });
-    try {
+    await withOneRunner({}, async (one) => {
       const prepared = await prepareCode(
         one,
         `let calls = 0; export default { name: "m", version: "1", async run(event) {
@@ -488,14 +482,11 @@ describe("runtime: instance binding", function () {
       // b ran after a, in the same isolate.
       const ended = (o: typeof a) => (o.emits[0].event as { ended: number }).ended;
       expect(ended(b)).to.be.at.least(ended(a));
-    } finally {
-      await one.close();
-    }
+    });
   });
 
   it("a new source of an owner whose isolate is busy for a moment waits and joins it instead of making another isolate", async () => {
-    const one = await startRuntime({ workers: 1 });
-    try {
+    await withOneRunner({}, async (one) => {
       const prepared = await prepareCode(
         one,
         `let calls = 0; export default { name: "j", version: "1", async run(event) {
@@ -510,14 +501,11 @@ describe("runtime: instance binding", function () {
       expect((await at("dc_new", { hang: true })).error?.code).to.equal("TIMEOUT");
       const after = await at("dc_first", {});
       expect([after.warm, after.emits[0]?.event]).to.deep.equal([false, { calls: 1 }]);
-    } finally {
-      await one.close();
-    }
+    });
   });
 
   it("a run that is stopped ends its isolate: the owner's other sources in it start again, and run", async () => {
-    const one = await startRuntime({ workers: 1 });
-    try {
+    await withOneRunner({}, async (one) => {
       const prepared = await prepareCode(
         one,
         `let calls = 0; export default { name: "h", version: "1", async run(event) { calls++; if (event.hang) for (;;) {} this.$emit({ calls }); } };`,
@@ -531,9 +519,7 @@ describe("runtime: instance binding", function () {
       expect(hung.error?.code).to.equal("TIMEOUT");
       const after = await at("dc_ok");
       expect([after.ok, after.warm, after.emits[0]?.event]).to.deep.equal([true, false, { calls: 1 }]);
-    } finally {
-      await one.close();
-    }
+    });
   });
 
   it("contexts of one isolate: separate globals; releasing one keeps the others; ending the isolate ends them all", async () => {

@@ -88,8 +88,9 @@ const MAX_TIMERS = 10_000;
  * One isolate of one owner, component version and memory limit, holding the warm contexts of
  * several of that owner's sources (a context per source: separate globals, module state and
  * bridge; only the compiled scripts and the heap are shared). One of its sources runs at a time:
- * a source whose isolate is busy with a sibling starts in another isolate, so a run that hangs or
- * blows the heap holds or takes down only idle contexts of the same owner, never a run.
+ * a source whose isolate is busy with a sibling waits a moment (idle()), then starts in another
+ * isolate, so a run that hangs or blows the heap holds or takes down only idle contexts of the
+ * same owner, never a run.
  */
 export class SharedIsolate {
   readonly isolate: ivm.Isolate;

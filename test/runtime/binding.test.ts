@@ -504,6 +504,24 @@ describe("runtime: instance binding", function () {
     });
   });
 
+  it("a new source does not join an isolate whose heap a sibling already half fills", async () => {
+    await withOneRunner({ memoryMb: 64 }, async (one) => {
+      const prepared = await prepareCode(
+        one,
+        `let calls = 0; export default { name: "g", version: "1", async run(event) {
+           calls++; if (event.hoard) globalThis.hoard = new Array(5e6).fill(1.5); if (event.hang) for (;;) {} this.$emit({ calls }); } };`,
+      );
+      const at = (sourceId: string, event: object) =>
+        one.invoke({ ...invocation(prepared, { ownerId: "u_heap", sourceId, event }), limits: { timeoutMs: 500 } });
+      expect((await at("dc_hoarder", { hoard: true })).ok).to.equal(true); // ~40 MB kept of 64
+      expect((await at("dc_new", {})).warm).to.equal(false);
+      // dc_new got an isolate of its own: its hang ends that one, not the hoarder's.
+      expect((await at("dc_new", { hang: true })).error?.code).to.equal("TIMEOUT");
+      const hoarder = await at("dc_hoarder", {});
+      expect([hoarder.warm, hoarder.emits[0]?.event]).to.deep.equal([true, { calls: 2 }]);
+    });
+  });
+
   it("a run that is stopped ends its isolate: the owner's other sources in it start again, and run", async () => {
     await withOneRunner({}, async (one) => {
       const prepared = await prepareCode(

@@ -117,6 +117,20 @@ export class SharedIsolate {
     });
   }
 
+  /**
+   * Whether another source's context may join: its contexts share the heap and its limit, so an
+   * isolate whose heap is already half used (a source keeping large globals) takes no more, and a
+   * new source starts in an isolate of its own instead of inheriting the pressure.
+   */
+  get roomy(): boolean {
+    try {
+      const heap = this.isolate.getHeapStatisticsSync();
+      return heap.used_heap_size + heap.externally_allocated_size < (this.memoryMb * 1024 * 1024) / 2;
+    } catch {
+      return false; // disposed meanwhile
+    }
+  }
+
   /** One of its contexts is running an invocation (or loading). */
   get busy(): boolean {
     for (const slot of this.slots) if (slot.current) return true;

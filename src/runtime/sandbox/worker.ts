@@ -139,12 +139,13 @@ async function untilIsolateIdle(want: IsolateWanted): Promise<void> {
 
 /**
  * The isolate a cold source of `want.ownerId` starts its context in, to be taken at once: an idle
- * one of the same owner, component version and memory limit with room for another context, else
+ * one of the same owner, component version and memory limit with room for another context (in
+ * its count and in its heap), else
  * a new one (undefined; when the runner holds its most, idle isolates end first, those with the
  * fewest warm sources first). Never another owner's: a tenant's code never runs in a heap another tenant's code ran in.
  */
 function isolateFor(want: IsolateWanted): SharedIsolate | undefined {
-  const idle = isolatesOf(want).filter((shared) => !shared.busy);
+  const idle = isolatesOf(want).filter((shared) => !shared.busy && shared.roomy);
   if (idle.length > 0) return idle[idle.length - 1]; // the most recently used
   while (isolates.size >= maxWarmIsolates) {
     const victim = leastWarmIdleIsolate();

@@ -85,7 +85,7 @@ function eighthOfMemory(workers: number, bytes: number, min: number, max: number
 
 /**
  * Warm sources each child keeps by default: an eighth of the machine's memory spread over the
- * children at ~256 KB a context, between 64 and 10,000 (~5,000 per child on a machine with 16 GB
+ * children at ~256 KB a context, between 64 and 10,000 (~4,000 per child on a machine with 16 GB
  * and 2 children). Sized for a node's whole working set: a source that runs every few seconds
  * stays warm on a node of that many sources.
  */

@@ -92,8 +92,7 @@ function rememberBundle(key: string, bundle: string): void {
 function touch(key: string, slot: IsolateSlot): void {
   slots.delete(key);
   slots.set(key, slot);
-  isolates.delete(slot.shared);
-  isolates.add(slot.shared);
+  touchIsolate(slot.shared);
   if (slots.size <= maxWarmContexts) return;
   for (const [k, s] of slots) {
     if (slots.size <= maxWarmContexts) break;
@@ -101,6 +100,12 @@ function touch(key: string, slot: IsolateSlot): void {
     s.release();
     slots.delete(k);
   }
+}
+
+/** Marks an isolate as just used (a new one counts against the bound from its first cold start on). */
+function touchIsolate(shared: SharedIsolate): void {
+  isolates.delete(shared);
+  isolates.add(shared);
 }
 
 /** Ends an isolate and forgets its contexts. */
@@ -126,14 +131,17 @@ function isolatesOf(want: IsolateWanted): SharedIsolate[] {
   return found;
 }
 
-/** Waits (a moment at most) while the owner's isolates with room for another context are all busy. */
-async function untilIsolateIdle(want: IsolateWanted): Promise<void> {
+/**
+ * Waits, BUSY_ISOLATE_WAIT_MS at most, while every live isolate of `candidates()` is busy (none
+ * left: at once). A disposed isolate is no candidate: its run may still be winding down.
+ */
+async function momentForIdle(candidates: () => readonly SharedIsolate[]): Promise<void> {
   const deadline = Date.now() + BUSY_ISOLATE_WAIT_MS;
   for (;;) {
-    const candidates = isolatesOf(want);
+    const live = candidates().filter((shared) => !shared.disposed);
     const left = deadline - Date.now();
-    if (candidates.length === 0 || left <= 0 || candidates.some((shared) => !shared.busy)) return;
-    await Promise.race(candidates.map((shared) => shared.idle(left)));
+    if (live.length === 0 || left <= 0 || live.some((shared) => !shared.busy)) return;
+    await Promise.race(live.map((shared) => shared.idle(left)));
   }
 }
 
@@ -270,8 +278,8 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
   // Another source of the owner runs in this context's isolate: a warm run is worth a moment's wait.
   const waitedForSibling = slot !== undefined && !slot.disposed && slot.shared.busy;
   if (waitedForSibling && slot) {
-    const deadline = Date.now() + BUSY_ISOLATE_WAIT_MS;
-    for (let left = BUSY_ISOLATE_WAIT_MS; left > 0 && slot.shared.busy; left = deadline - Date.now()) await slot.shared.idle(left);
+    const { shared } = slot;
+    await momentForIdle(() => [shared]);
   }
   // A new component version or memory limit starts clean; a context whose isolate ended, or still
   // runs another source of the owner, starts again in an idle isolate.
@@ -298,11 +306,10 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
         return "need-bundle";
       }
       // A moment's wait is spent once: a run that waited for its context's isolate does not wait again.
-      if (!waitedForSibling) await untilIsolateIdle(msg);
+      if (!waitedForSibling) await momentForIdle(() => isolatesOf(msg));
       active = new IsolateSlot(slotKey, msg.bundleKey, msg.memoryMb, env, isolateFor(msg));
       active.current = rec;
-      isolates.delete(active.shared);
-      isolates.add(active.shared);
+      touchIsolate(active.shared);
       cpuStart = active.cpuTimeNs();
       const loaded = await active.init(bundle);
       if (!loaded.ok) {

@@ -46,16 +46,27 @@ const toAuto = (r: AutoSubscriptionRow): AutoSubscription => ({
   seq: r.seq,
 });
 
+/**
+ * Emitters whose subscriptions stay memoized. A memo smaller than the emitters that emit in turn
+ * keeps nothing (each lookup evicts the entry the next one needs), so it is sized for a node with
+ * 100,000 busy sources.
+ */
+const MATCHING_MEMO_ENTRIES = 100_000;
+
 /** Queries over the subscriptions read model (projections/subscriptions.ts). */
 export class SubscriptionsReadModel {
   readonly #matching: ReadModelMemo<Subscription[]>;
 
-  /** With `changes` (the node's projector), `matching` (every routed event) is memoized until a subscription changes. */
+  /**
+   * With `changes` (the node's projector), `matching` (every routed event) is memoized until a
+   * subscription changes, one entry per emitter that emits: as many as a node's busy sources (an
+   * entry of an emitter nobody subscribes to is ~150 bytes).
+   */
   constructor(
     private readonly db: Database,
     changes?: AppliedEvents,
   ) {
-    this.#matching = new ReadModelMemo(changes, subscriptionsProjection.handles);
+    this.#matching = new ReadModelMemo(changes, subscriptionsProjection.handles, MATCHING_MEMO_ENTRIES);
   }
 
   subscription(id: string): Subscription | undefined {
@@ -83,16 +94,24 @@ export class SubscriptionsReadModel {
    * emitter, or its kind's glob in the owner's subscriptions.
    */
   matching(emitterId: string, ownerId: string, glob: "dc_*" | "p_*", channel: string): readonly Subscription[] {
-    const key = `${emitterId}\u0000${ownerId}\u0000${glob}\u0000${channel}`;
-    const load = () =>
-      statement<[string, string, string, string, string], SubscriptionRow>(
+    const all = this.subscribedTo(emitterId, ownerId, glob);
+    return all.length === 0 ? all : all.filter((s) => s.eventName === channel);
+  }
+
+  /**
+   * Every subscription to the emitter, on any channel (memoized per emitter: most have none, and
+   * every event and run log of every emitter asks).
+   */
+  private subscribedTo(emitterId: string, ownerId: string, glob: "dc_*" | "p_*"): readonly Subscription[] {
+    const load = (): Subscription[] =>
+      statement<[string, string, string], SubscriptionRow>(
         this.db,
-        `SELECT * FROM subscriptions WHERE emitter_id = ? AND event_name = ?
-         UNION ALL SELECT * FROM subscriptions WHERE emitter_id = ? AND owner_id = ? AND event_name = ?`,
+        `SELECT * FROM subscriptions WHERE emitter_id = ?
+         UNION ALL SELECT * FROM subscriptions WHERE emitter_id = ? AND owner_id = ?`,
       )
-        .all(emitterId, channel, glob, ownerId, channel)
+        .all(emitterId, glob, ownerId)
         .map(toSubscription);
-    return this.#matching.get(key, load)!;
+    return this.#matching.get(`${emitterId}\u0000${ownerId}\u0000${glob}`, load) ?? [];
   }
 
   /** Whether any subscription takes events of the emitter (on some channel), by its id or its kind's glob. */

@@ -115,6 +115,32 @@ describe("read model memo", () => {
     expect(subscriptions.matching("dc_4", "u_1", "dc_*", "")).to.deep.equal([]);
   });
 
+  it("the subscriptions an event goes to, per channel, by the emitter's id and by its owner's glob only", async () => {
+    const subscriptions = new SubscriptionsReadModel(db, projector);
+    const created = (id: string, ownerId: string, emitterId: string, listenerId: string, eventName: string) => ({
+      type: "SubscriptionCreated",
+      data: { id, ownerId, emitterId, listenerId, eventName, by: ownerId, at: 1 },
+    });
+    // Asked before any exists (the memo holds the emitter's "none"), on both channels a run uses.
+    expect(subscriptions.matching("dc_5", "u_1", "dc_*", "")).to.deep.equal([]);
+    expect(subscriptions.matching("dc_5", "u_1", "dc_*", "$logs")).to.deep.equal([]);
+    await append("subscription-sub_2", [created("sub_2", "u_1", "dc_5", "wh_default", "")]);
+    await append("subscription-sub_3", [created("sub_3", "u_1", "dc_5", "wh_logs", "$logs")]);
+    await append("subscription-sub_4", [created("sub_4", "u_1", "dc_*", "wh_glob", "$logs")]);
+    // Another owner's glob covers that owner's sources, not these.
+    await append("subscription-sub_5", [created("sub_5", "u_2", "dc_*", "wh_other", "$logs")]);
+    const listeners = (channel: string) =>
+      subscriptions
+        .matching("dc_5", "u_1", "dc_*", channel)
+        .map((s) => s.listenerId)
+        .sort();
+    expect(listeners("")).to.deep.equal(["wh_default"]);
+    expect(listeners("$logs")).to.deep.equal(["wh_glob", "wh_logs"]);
+    expect(listeners("$errors")).to.deep.equal([]);
+    expect(subscriptions.matching("dc_6", "u_2", "dc_*", "$logs").map((s) => s.listenerId)).to.deep.equal(["wh_other"]);
+    expect(subscriptions.matching("dc_6", "u_2", "dc_*", "")).to.deep.equal([]);
+  });
+
   it("events of other read models leave the memo as it was", async () => {
     const sources = new SourcesReadModel(db, projector);
     await append("source-dc_3", [deployed("dc_3", "kept", {})]);

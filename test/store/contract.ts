@@ -244,6 +244,17 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         expect(ids[2]).to.equal(given);
       });
 
+      it("generated ids are time-ordered (UUIDv7): in the order they were appended, within and across appends", async function () {
+        await store.append(streamName("t"), [event("A"), event("B"), event("C")]);
+        await store.append(streamName("u"), [event("D")]);
+        await store.append(streamName("t"), [event("E"), event("F")]);
+        const ids = [...(await store.readStream(streamName("t"))), ...(await store.readStream(streamName("u")))]
+          .sort((a, b) => a.position - b.position)
+          .map((e) => e.id);
+        for (const id of ids) expect(id[14], `${id} is version 7`).to.equal("7");
+        expect([...ids].sort()).to.deep.equal(ids);
+      });
+
       it("rejects an empty append and an id that is not a uuid", async function () {
         expect(await rejectionOf(store.append(streamName("s"), []))).to.be.instanceOf(RangeError);
         expect(await rejectionOf(store.append(streamName("s"), [{ id: "nope", type: "A", data: {} }]))).to.be.instanceOf(TypeError);

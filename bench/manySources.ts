@@ -5,7 +5,8 @@
 // (default 60). Every 5 s it reads /metrics: runs recorded (headwater_runs_total) and the node's
 // backlog (headwater_backlog_invocations, admitted and not yet recorded). "No backlog" means the
 // backlog stays flat during the load and drains at once after it. It also reads the CPU the
-// server, its sandbox children and the bench process used per run, from /proc.
+// server, its sandbox children and the bench process used per run, and the bytes the server wrote
+// to storage per run, from /proc.
 // BENCH_WARM_SOURCES and BENCH_WARM_ISOLATES set the server's HEADWATER_WARM_SOURCES and
 // HEADWATER_WARM_ISOLATES; BENCH_RESULT names the result file (default many-sources.md). Before
 // the load every source runs once (its cold start), unless BENCH_WARMUP=0.
@@ -224,6 +225,7 @@ async function main(): Promise<void> {
       `- runs recorded ${runs.toLocaleString("en")}, of them cold starts (the source's sandbox context made anew) ${(last.cold - before.cold).toLocaleString("en")}; runs/s over the load and its drain ${(runs / ((loadEnded - started) / 1000 + (Number.isFinite(drained) ? drained : 0))).toFixed(0)}; requests sent ${(sent / ((loadEnded - started) / 1000)).toFixed(0)}/s and answered ${(answeredInLoad / ((loadEnded - started) / 1000)).toFixed(0)}/s during the load`,
       `- RSS of the server and its sandbox children at the end of the load: ${rssMb.toFixed(0)} MB; warm sources per sandbox child: ${warmSources ?? "the default"}, isolates: ${warmIsolates ?? "the default"}`,
       `- CPU per run recorded, in µs (kernel's part in parentheses), from the load's start to the drain's end (/proc): the server's event loop ${perRun(main)}, its other threads ${perRun(threads)}, its sandbox children ${perRun(children)}, in all ${perRun(add(add(main, threads), children))}; the bench process (the load generator) ${perRun({ userMs: benchCpu.user / 1000, systemMs: benchCpu.system / 1000 })}`,
+      `- written to storage by the server process (its SQLite files: the log, the bus, the read models; /proc/<pid>/io write_bytes), from the load's start to the drain's end: ${((cpuAfter.io.writeBytes - cpuBefore.io.writeBytes) / 1024 / Math.max(1, runs)).toFixed(1)} KB per run`,
       `- backlog drained ${Number.isFinite(drained) ? `${drained.toFixed(1)} s after the load ended` : "NOT within 300 s"}`,
       "",
       "Every 5 s: the client's requests sent, accepted and refused by then; from /metrics, as the scrape found them: runs recorded since the start and how many of them were cold starts, and the node's backlog of admitted, not yet recorded invocations (the last row: when the backlog had drained).",

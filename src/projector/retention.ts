@@ -1,4 +1,4 @@
-import type { EventStore } from "../store/eventStore.js";
+import type { EventStore, RecordedEvent } from "../store/eventStore.js";
 import type { Projector } from "./projector.js";
 import type { EmittedEventsReadModel } from "../readModels/emittedEvents.js";
 import type { RunLogsReadModel } from "../readModels/runLogs.js";
@@ -46,8 +46,13 @@ export class Retention {
     this.#again();
     this.#unsubscribe = this.projector.onApplied((events) => {
       for (const event of events) {
-        if (event.type === "EventEmitted") this.#mark({ kind: "events", emitterId: (event.data as EventEmitted["data"]).emitterId });
-        else if (event.type === "RunLogged") this.#mark({ kind: "logs", emitterId: (event.data as RunLogged["data"]).sourceId });
+        if (event.type === "EventEmitted") {
+          const emitterId = (event.data as EventEmitted["data"]).emitterId;
+          if (!youngStream(event, streams.emitter(emitterId), KEPT_EVENTS)) this.#mark({ kind: "events", emitterId });
+        } else if (event.type === "RunLogged") {
+          const emitterId = (event.data as RunLogged["data"]).sourceId;
+          if (!youngStream(event, streams.runLogs(emitterId), KEPT_RUN_LOGS)) this.#mark({ kind: "logs", emitterId });
+        }
       }
       this.#again();
     });
@@ -96,6 +101,16 @@ export class Retention {
       this.#truncated.set(stream, before);
     }
   }
+}
+
+/**
+ * Whether the event's stream has held fewer than `limit` events in all (its revisions count every
+ * event ever appended to it, truncated ones too): its window cannot be full, so there is nothing to
+ * sweep. Most sources never get there, and a busy node's sweep would otherwise query each of them
+ * once a second.
+ */
+function youngStream(event: RecordedEvent, stream: string, limit: number): boolean {
+  return event.stream === stream && event.revision + 1 < limit;
 }
 
 /** The revision to truncate before, once the window is full. */

@@ -1,0 +1,104 @@
+import { expect } from "chai";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { openEventStore } from "../../src/store/open.js";
+import type { EventStore } from "../../src/store/eventStore.js";
+import { openReadModels } from "../../src/readModels/database.js";
+import { Projector } from "../../src/projector/projector.js";
+import { Retention } from "../../src/projector/retention.js";
+import { allProjections } from "../../projections/index.js";
+import { EmittedEventsReadModel } from "../../src/readModels/emittedEvents.js";
+import { RunLogsReadModel } from "../../src/readModels/runLogs.js";
+import { KEPT_EVENTS } from "../../projections/emittedEvents.js";
+import { streams } from "../../commands/streams.js";
+import { eventually } from "../harness/receiver.js";
+
+// Retention over a real SQLite log, read-model file and projector. The read models are the real
+// ones; the test only counts which emitters the sweeps asked about.
+describe("retention", () => {
+  let dir: string;
+  let store: EventStore;
+  let db: ReturnType<typeof openReadModels>;
+  let projector: Projector;
+  let retention: Retention;
+  const asked: string[] = [];
+
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), "hw-retention-"));
+    store = await openEventStore(path.join(dir, "events.db"));
+    db = openReadModels(path.join(dir, "readmodels.db"));
+    projector = new Projector(store, db, allProjections);
+    projector.start();
+    const events = new EmittedEventsReadModel(db);
+    const runLogs = new RunLogsReadModel(db);
+    asked.length = 0;
+    retention = new Retention(
+      store,
+      projector,
+      {
+        events: {
+          oldestKeptRevision: (id) => (asked.push(id), events.oldestKeptRevision(id)),
+          fullEmitters: (limit) => events.fullEmitters(limit),
+        },
+        runLogs,
+      },
+      async () => Number.MAX_SAFE_INTEGER,
+      () => false,
+      20,
+    );
+    retention.start();
+  });
+
+  afterEach(async () => {
+    await retention.stop();
+    await projector.stop();
+    db.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const emitted = (emitterId: string, n: number) => ({
+    type: "EventEmitted",
+    data: {
+      emitterId,
+      id: `${1000 + n}-0`,
+      channel: "",
+      event: { n },
+      summary: null,
+      emitId: null,
+      ts: null,
+      indexedAtMs: n,
+      invocationId: `inv_${n}`,
+    },
+  });
+
+  async function emit(emitterId: string, from: number, count: number): Promise<void> {
+    const events = Array.from({ length: count }, (_, i) => emitted(emitterId, from + i));
+    const result = await store.append(streams.emitter(emitterId), events);
+    await projector.waitFor(result.position);
+  }
+
+  it("sweeps only streams that have held a full window: a young one is never asked about, a full one is cut to the window", async () => {
+    await emit("dc_young", 0, KEPT_EVENTS - 1);
+    await emit("dc_full", 0, KEPT_EVENTS);
+    await emit("dc_full", KEPT_EVENTS, 20);
+    await eventually(
+      async () => {
+        const kept = (await store.readStream(streams.emitter("dc_full"))).length;
+        return kept === KEPT_EVENTS ? true : undefined;
+      },
+      5_000,
+      "the full stream cut to its window",
+    );
+    // Sweeps run every 20 ms: give a few more the chance to ask about the young stream.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(asked).to.include("dc_full");
+    expect(asked).to.not.include("dc_young");
+    expect(await store.readStream(streams.emitter("dc_young"))).to.have.length(KEPT_EVENTS - 1);
+
+    // One more event fills its window: from then on it is swept like any other.
+    await emit("dc_young", KEPT_EVENTS - 1, 1);
+    await eventually(async () => (asked.includes("dc_young") ? true : undefined), 5_000, "the filled stream asked about");
+  });
+});

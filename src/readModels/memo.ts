@@ -1,6 +1,15 @@
 import type { RecordedEvent } from "../store/eventStore.js";
 import { deepFreeze } from "../json/freeze.js";
 
+/**
+ * Entries of a memo with one key per busy source (sources by id and by endpoint, the subscriptions
+ * of an emitter). A memo smaller than the sources that take turns keeps nothing: each lookup
+ * evicts the entry the next one needs (oldest out), so every lookup runs its query. Sized for a
+ * node with 100,000 busy sources, whose warm sandboxes alone would take tens of GB: next to
+ * that, an entry (a frozen row of a few KB at most) is noise.
+ */
+export const PER_SOURCE_MEMO_ENTRIES = 100_000;
+
 /** What a memo listens to: the node's projector (only its `onApplied`). */
 export interface AppliedEvents {
   onApplied(listener: (events: readonly RecordedEvent[]) => void): () => void;

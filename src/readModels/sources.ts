@@ -2,7 +2,7 @@ import type { Database } from "better-sqlite3";
 import type { SourceRow } from "../../projections/sources.js";
 import { countOf, keysetPage, mapPage, type Page, type PageRequest } from "./page.js";
 import { statement } from "./statements.js";
-import { ReadModelMemo, type AppliedEvents } from "./memo.js";
+import { PER_SOURCE_MEMO_ENTRIES, ReadModelMemo, type AppliedEvents } from "./memo.js";
 import { sourcesProjection } from "../../projections/sources.js";
 
 /** A deployed source as the application sees it. */
@@ -49,8 +49,8 @@ export class SourcesReadModel {
     private readonly db: Database,
     changes?: AppliedEvents,
   ) {
-    this.#byId = new ReadModelMemo(changes, sourcesProjection.handles);
-    this.#byEndpoint = new ReadModelMemo(changes, sourcesProjection.handles);
+    this.#byId = new ReadModelMemo(changes, sourcesProjection.handles, PER_SOURCE_MEMO_ENTRIES);
+    this.#byEndpoint = new ReadModelMemo(changes, sourcesProjection.handles, PER_SOURCE_MEMO_ENTRIES);
   }
 
   /** Frozen when memoized. */

@@ -2,7 +2,7 @@ import type { Database } from "better-sqlite3";
 import type { AutoSubscriptionRow, SubscriptionRow } from "../../projections/subscriptions.js";
 import { countOf, keysetPage, mapPage, type Page, type PageRequest } from "./page.js";
 import { statement } from "./statements.js";
-import { ReadModelMemo, type AppliedEvents } from "./memo.js";
+import { PER_SOURCE_MEMO_ENTRIES, ReadModelMemo, type AppliedEvents } from "./memo.js";
 import { subscriptionsProjection } from "../../projections/subscriptions.js";
 
 export interface Subscription {
@@ -46,13 +46,6 @@ const toAuto = (r: AutoSubscriptionRow): AutoSubscription => ({
   seq: r.seq,
 });
 
-/**
- * Emitters whose subscriptions stay memoized. A memo smaller than the emitters that emit in turn
- * keeps nothing (each lookup evicts the entry the next one needs), so it is sized for a node with
- * 100,000 busy sources.
- */
-const MATCHING_MEMO_ENTRIES = 100_000;
-
 /** Queries over the subscriptions read model (projections/subscriptions.ts). */
 export class SubscriptionsReadModel {
   readonly #matching: ReadModelMemo<Subscription[]>;
@@ -66,7 +59,7 @@ export class SubscriptionsReadModel {
     private readonly db: Database,
     changes?: AppliedEvents,
   ) {
-    this.#matching = new ReadModelMemo(changes, subscriptionsProjection.handles, MATCHING_MEMO_ENTRIES);
+    this.#matching = new ReadModelMemo(changes, subscriptionsProjection.handles, PER_SOURCE_MEMO_ENTRIES);
   }
 
   subscription(id: string): Subscription | undefined {

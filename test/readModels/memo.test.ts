@@ -83,6 +83,25 @@ describe("read model memo", () => {
     expect(sources.byEndpoint("endc_1")).to.equal(undefined);
   });
 
+  it("keeps the sources of a node with more than 10,000 busy sources: the first is still memoized after 10,050 others", async function () {
+    this.timeout(60_000);
+    const sources = new SourcesReadModel(db, projector);
+    const ids = Array.from({ length: 10_051 }, (_, i) => `dc_busy${i}`);
+    await append(
+      "sources-busy",
+      ids.map((id, i) => deployed(id, `busy-${i}`, {})),
+    );
+    const first = sources.source(ids[0])!;
+    const firstByEndpoint = sources.byEndpoint(`en${ids[0]}`)!;
+    // Every source takes its turn, as runs of 10,051 sources do.
+    for (const id of ids.slice(1)) {
+      expect(sources.source(id)?.id).to.equal(id);
+      expect(sources.byEndpoint(`en${id}`)?.id).to.equal(id);
+    }
+    expect(sources.source(ids[0]), "by id: the memoized row, not read again").to.equal(first);
+    expect(sources.byEndpoint(`en${ids[0]}`), "by endpoint: the memoized row").to.equal(firstByEndpoint);
+  });
+
   it("does not keep misses: a source deployed after a lookup found nothing is found", async () => {
     const sources = new SourcesReadModel(db, projector);
     expect(sources.byEndpoint("endc_2")).to.equal(undefined);

@@ -1,41 +1,29 @@
 import { expect } from "chai";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { openEventStore } from "../../src/store/open.js";
-import type { EventStore } from "../../src/store/eventStore.js";
-import { openReadModels } from "../../src/readModels/database.js";
-import { Projector } from "../../src/projector/projector.js";
 import { Retention } from "../../src/projector/retention.js";
-import { allProjections } from "../../projections/index.js";
 import { EmittedEventsReadModel } from "../../src/readModels/emittedEvents.js";
 import { RunLogsReadModel } from "../../src/readModels/runLogs.js";
 import { KEPT_EVENTS } from "../../projections/emittedEvents.js";
 import { streams } from "../../commands/streams.js";
 import { eventually } from "../harness/receiver.js";
+import { openProjectedStore, type ProjectedStore } from "../harness/projectedStore.js";
 
 // Retention over a real SQLite log, read-model file and projector. The read models are the real
 // ones; the test only counts which emitters the sweeps asked about.
 describe("retention", () => {
-  let dir: string;
-  let store: EventStore;
-  let db: ReturnType<typeof openReadModels>;
-  let projector: Projector;
+  let projected: ProjectedStore;
+  let store: ProjectedStore["store"];
   let retention: Retention;
   const asked: string[] = [];
 
   beforeEach(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), "hw-retention-"));
-    store = await openEventStore(path.join(dir, "events.db"));
-    db = openReadModels(path.join(dir, "readmodels.db"));
-    projector = new Projector(store, db, allProjections);
-    projector.start();
-    const events = new EmittedEventsReadModel(db);
-    const runLogs = new RunLogsReadModel(db);
+    projected = await openProjectedStore("hw-retention-");
+    store = projected.store;
+    const events = new EmittedEventsReadModel(projected.db);
+    const runLogs = new RunLogsReadModel(projected.db);
     asked.length = 0;
     retention = new Retention(
       store,
-      projector,
+      projected.projector,
       {
         events: {
           oldestKeptRevision: (id) => (asked.push(id), events.oldestKeptRevision(id)),
@@ -52,10 +40,7 @@ describe("retention", () => {
 
   afterEach(async () => {
     await retention.stop();
-    await projector.stop();
-    db.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
+    await projected.close();
   });
 
   const emitted = (emitterId: string, n: number) => ({
@@ -75,8 +60,7 @@ describe("retention", () => {
 
   async function emit(emitterId: string, from: number, count: number): Promise<void> {
     const events = Array.from({ length: count }, (_, i) => emitted(emitterId, from + i));
-    const result = await store.append(streams.emitter(emitterId), events);
-    await projector.waitFor(result.position);
+    await projected.append(streams.emitter(emitterId), events);
   }
 
   it("sweeps only streams that have held a full window: a young one is never asked about, a full one is cut to the window", async () => {

@@ -1,12 +1,5 @@
 import { expect } from "chai";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { openEventStore } from "../../src/store/open.js";
-import type { EventStore } from "../../src/store/eventStore.js";
-import { openReadModels } from "../../src/readModels/database.js";
-import { Projector } from "../../src/projector/projector.js";
-import { allProjections } from "../../projections/index.js";
+import { openProjectedStore, type ProjectedStore } from "../harness/projectedStore.js";
 import { SourcesReadModel } from "../../src/readModels/sources.js";
 import { AccountsReadModel } from "../../src/readModels/accounts.js";
 import { SubscriptionsReadModel } from "../../src/readModels/subscriptions.js";
@@ -14,25 +7,16 @@ import { SubscriptionsReadModel } from "../../src/readModels/subscriptions.js";
 // The memoized lookups of the hot paths, over a real SQLite log and read-model file and the real
 // projector: a lookup after a change must see the change, whatever the memo held.
 describe("read model memo", () => {
-  let dir: string;
-  let store: EventStore;
-  let db: ReturnType<typeof openReadModels>;
-  let projector: Projector;
+  let projected: ProjectedStore;
+  let db: ProjectedStore["db"];
+  let projector: ProjectedStore["projector"];
 
   beforeEach(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), "hw-memo-"));
-    store = await openEventStore(path.join(dir, "events.db"));
-    db = openReadModels(path.join(dir, "readmodels.db"));
-    projector = new Projector(store, db, allProjections);
-    projector.start();
+    projected = await openProjectedStore("hw-memo-");
+    ({ db, projector } = projected);
   });
 
-  afterEach(async () => {
-    await projector.stop();
-    db.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(() => projected.close());
 
   const deployed = (id: string, name: string, props: Record<string, unknown>) => ({
     type: "SourceDeployed",
@@ -50,10 +34,7 @@ describe("read model memo", () => {
     },
   });
 
-  async function append(stream: string, events: { type: string; data: unknown }[]): Promise<void> {
-    const result = await store.append(stream, events);
-    await projector.waitFor(result.position);
-  }
+  const append = (stream: string, events: { type: string; data: unknown }[]) => projected.append(stream, events);
 
   it("serves a source by id and endpoint until it changes, then the changed row; a deleted source is gone", async () => {
     const sources = new SourcesReadModel(db, projector);

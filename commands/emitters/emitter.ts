@@ -33,10 +33,24 @@ export interface EmitterRuntimeState {
   readonly dedupe: DedupeState;
   readonly db: Record<string, unknown>;
   readonly lastEventId: string | null;
-  /** Recently recorded invocations: a redelivered invocation found here is not run again. */
+  /**
+   * Recently recorded invocations whose id can come again in another bus record (a timer tick that
+   * every scheduler node queues, an event routed again) or that came without a bus record: a
+   * repeat found here is not run again. An id minted for one bus record (`uniqueToRecord`: an HTTP
+   * request, a manual run) is not kept: only a redelivery of that record brings it again, and the
+   * deliveries below tell those.
+   */
   readonly recentInvocations: readonly string[];
-  /** The bus record of the last invocation recorded that came over the bus (see alreadyRecorded). */
+  /**
+   * The bus record of the last invocation recorded that came over the bus, with the greatest
+   * append time recorded on its partition (see alreadyRecorded).
+   */
   readonly lastDelivery?: Delivery;
+  /**
+   * The same for the other partitions this emitter's invocations came over before (the topic was
+   * repartitioned), the most recent first, at most EARLIER_PARTITIONS; absent when none.
+   */
+  readonly earlierDeliveries?: readonly Delivery[];
 }
 
 /** Where on the bus an invocation came from: its record's partition, offset and append time. */
@@ -51,31 +65,92 @@ export type RunRecorded = DomainEvent<"RunRecorded", EmitterRuntimeState & { emi
 export type EventsDeleted = DomainEvent<"EventsDeleted", { emitterId: string; startId: string | null; endId: string | null; at: number }>;
 export type EmitterEvent = EventEmitted | RunRecorded | EventsDeleted;
 
-/** Also the largest run batch (HEADWATER_RUN_BATCH_MAX): a redelivered batch is found here whole. */
+/** Also the largest run batch (HEADWATER_RUN_BATCH_MAX): the ids a batch keeps all fit in the window. */
 export const RECENT_INVOCATIONS = 128;
+
+/** Partitions other than the last one whose last recorded delivery an emitter keeps. */
+export const EARLIER_PARTITIONS = 16;
 
 export const emptyRuntimeState: EmitterRuntimeState = { dedupe: {}, db: {}, lastEventId: null, recentInvocations: [] };
 
 /** The state a RunRecorded leaves (the newer of the two streams' last one is the emitter's state). */
 export const stateOf = (recorded: RunRecorded["data"]): EmitterRuntimeState => {
-  const { dedupe, db, lastEventId, recentInvocations, lastDelivery } = recorded;
-  return { dedupe, db, lastEventId, recentInvocations, ...(lastDelivery ? { lastDelivery } : {}) };
+  const { dedupe, db, lastEventId, recentInvocations, lastDelivery, earlierDeliveries } = recorded;
+  return {
+    dedupe,
+    db,
+    lastEventId,
+    recentInvocations,
+    ...(lastDelivery ? { lastDelivery } : {}),
+    ...(earlierDeliveries ? { earlierDeliveries } : {}),
+  };
 };
+
+/** The shape of an id minted for one request (`newId("inv")` in src/ids.ts); ids derived from a tick or an event have another. */
+const MINTED_INVOCATION_ID = /^inv_[0-9a-z]{16}$/;
+
+/**
+ * The state of an emitter as read from its log. A RunRecorded written before ids minted for one
+ * bus record were left out of the window still lists them (up to 128, ~3 KB carried by every
+ * run): when it has a last delivery, every one of them came over the bus before it, so they are
+ * dropped and the deliveries tell their redeliveries (a limit of that one step is in
+ * docs/decisions.md, "Redelivery").
+ */
+export function stateFromLog(recorded: RunRecorded["data"]): EmitterRuntimeState {
+  const state = stateOf(recorded);
+  if (!state.lastDelivery || !state.recentInvocations.some((id) => MINTED_INVOCATION_ID.test(id))) return state;
+  return { ...state, recentInvocations: state.recentInvocations.filter((id) => !MINTED_INVOCATION_ID.test(id)) };
+}
 
 /**
  * Whether an invocation was recorded already. One emitter's invocations come over one bus
  * partition in offset order, but the bus commits only its contiguous completed prefix, so after a
  * crash it redelivers everything past the oldest unfinished record of the partition: behind one
  * slow run, any number of this emitter's recorded invocations. Those are the records at or before
- * the last one recorded, and appended no later than it (a bus whose offsets started again from
- * zero brings newer records at low offsets: those run). Invocations that did not come over the
- * bus, and records whose producers' clocks disagree, are caught by the recent ids.
+ * the last one recorded on their partition, and appended no later than the newest recorded there
+ * (a bus whose offsets started again from zero brings newer records at low offsets: those run).
+ * Ids that come again in another record (timer ticks, routed events) and invocations that did not
+ * come over the bus are caught by the recent ids.
  */
 export function alreadyRecorded(state: EmitterRuntimeState, invocationId: string, delivery?: Delivery): boolean {
   if (state.recentInvocations.includes(invocationId)) return true;
-  const last = state.lastDelivery;
-  if (!delivery || !last || last.partition !== delivery.partition) return false;
+  if (!delivery) return false;
+  const last = deliveryOn(state, delivery.partition);
+  if (!last) return false;
   return BigInt(delivery.offset) <= BigInt(last.offset) && delivery.timestamp <= last.timestamp;
+}
+
+/** What the emitter recorded last from `partition`: its offset, and the greatest append time recorded there. */
+function deliveryOn(state: EmitterRuntimeState, partition: number): Delivery | undefined {
+  if (state.lastDelivery?.partition === partition) return state.lastDelivery;
+  return state.earlierDeliveries?.find((d) => d.partition === partition);
+}
+
+/**
+ * The deliveries after recording a run that came in `delivery`. The partition's time is the
+ * greatest recorded there, not the last record's: producers whose clocks disagree append records
+ * whose times go back and forth, and a redelivered record is at or before the last offset and at
+ * or before that greatest time, whatever its producer's clock said. (A record is recorded only
+ * when it is past the last offset, or newer than that time: a bus started again from zero.)
+ */
+function deliveriesAfter(
+  state: EmitterRuntimeState,
+  delivery: Delivery | undefined,
+): Pick<EmitterRuntimeState, "lastDelivery" | "earlierDeliveries"> {
+  const kept = {
+    ...(state.lastDelivery ? { lastDelivery: state.lastDelivery } : {}),
+    ...(state.earlierDeliveries ? { earlierDeliveries: state.earlierDeliveries } : {}),
+  };
+  if (!delivery) return kept;
+  const before = deliveryOn(state, delivery.partition);
+  const lastDelivery = before && before.timestamp > delivery.timestamp ? { ...delivery, timestamp: before.timestamp } : delivery;
+  const previous = state.lastDelivery;
+  if (!previous || previous.partition === delivery.partition) return { ...kept, lastDelivery };
+  const earlier = [previous, ...(state.earlierDeliveries ?? []).filter((d) => d.partition !== delivery.partition)].slice(
+    0,
+    EARLIER_PARTITIONS,
+  );
+  return { lastDelivery, earlierDeliveries: earlier };
 }
 
 export interface RecordRun {
@@ -94,6 +169,11 @@ export interface RecordRun {
   readonly chain?: readonly string[];
   /** The bus record the invocation came in, when it came over the bus. */
   readonly delivery?: Delivery;
+  /**
+   * Its id was minted for this one bus record (an HTTP request, a manual run): only a redelivery
+   * of the record brings it again, which `delivery` tells, so the id is not kept in the window.
+   */
+  readonly uniqueToRecord?: boolean;
 }
 
 export type RunDecision =
@@ -145,8 +225,11 @@ export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDe
       dedupe,
       db: command.db,
       lastEventId: emitted.length > 0 ? emitted[emitted.length - 1].data.id : state.lastEventId,
-      recentInvocations: [...state.recentInvocations, command.invocationId].slice(-RECENT_INVOCATIONS),
-      ...(command.delivery ? { lastDelivery: command.delivery } : state.lastDelivery ? { lastDelivery: state.lastDelivery } : {}),
+      recentInvocations:
+        command.uniqueToRecord && command.delivery
+          ? state.recentInvocations
+          : [...state.recentInvocations, command.invocationId].slice(-RECENT_INVOCATIONS),
+      ...deliveriesAfter(state, command.delivery),
     },
   };
   if (emitted.length === 0) return { kind: "db", events: [recorded], warnings };
@@ -166,7 +249,8 @@ export interface BatchDecision {
 /**
  * Decides a batch of one emitter's runs: dedupe, event ids and the recent-invocations window go
  * on from run to run, and only the last state is recorded (the state of the runs before it is
- * contained in it: RECENT_INVOCATIONS covers a whole batch).
+ * contained in it: the window holds RECENT_INVOCATIONS, a whole batch, and a batch's records are in
+ * offset order on their partition, so its last delivery covers the ones before).
  */
 export function recordRuns(commands: readonly RecordRun[], state: EmitterRuntimeState): BatchDecision {
   const decisions: RunDecision[] = [];

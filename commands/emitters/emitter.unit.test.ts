@@ -1,6 +1,9 @@
 import { expect } from "chai";
 import {
+  EARLIER_PARTITIONS,
   RECENT_INVOCATIONS,
+  alreadyRecorded,
+  stateFromLog,
   deleteEvents,
   emptyRuntimeState,
   recordRun,
@@ -88,6 +91,120 @@ describe("commands/emitters", () => {
     const hook = recordRun(run({ invocationId: "inv_hook", db: { a: 1 }, dbChanged: true }), state);
     if (hook.kind === "duplicate") throw new Error("hook taken for a duplicate");
     expect((hook.events.at(-1)!.data as RunRecorded["data"]).lastDelivery).to.deep.equal(state.lastDelivery);
+  });
+
+  describe("ids minted for one bus record (uniqueToRecord) and the deliveries that tell their redeliveries", () => {
+    type Bus = { partition: number; offset: string; timestamp: number };
+    const on = (partition: number, offset: number, timestamp: number): Bus => ({ partition, offset: String(offset), timestamp });
+    /** Records runs in order, as separate batches, failing on any taken for a duplicate. */
+    const recordAll = (runs: { id: string; delivery?: Bus; unique?: boolean }[], from: EmitterRuntimeState = emptyRuntimeState) =>
+      runs.reduce((state, { id, delivery, unique }) => {
+        const d = recordRun(
+          run({
+            invocationId: id,
+            emits: [{ event: id, meta: {} }],
+            ...(delivery ? { delivery } : {}),
+            ...(unique ? { uniqueToRecord: true } : {}),
+          }),
+          state,
+        );
+        if (d.kind === "duplicate") throw new Error(`${id} taken for a duplicate`);
+        return stateOf(d.events[d.events.length - 1].data as RunRecorded["data"]);
+      }, from);
+    const kind = (state: EmitterRuntimeState, id: string, delivery?: Bus, unique = true) =>
+      recordRun(
+        run({
+          invocationId: id,
+          emits: [{ event: id, meta: {} }],
+          ...(delivery ? { delivery } : {}),
+          ...(unique ? { uniqueToRecord: true } : {}),
+        }),
+        state,
+      ).kind;
+
+    it("are not kept in the window, and their redeliveries are still duplicates", () => {
+      const state = recordAll(
+        Array.from({ length: 300 }, (_, i) => ({ id: `inv_${i}`, delivery: on(3, 100 + i, 5000 + i), unique: true })),
+      );
+      expect(state.recentInvocations).to.deep.equal([]);
+      for (const i of [0, 150, 299]) expect(kind(state, `inv_${i}`, on(3, 100 + i, 5000 + i))).to.equal("duplicate");
+      expect(kind(state, "inv_next", on(3, 400, 5300))).to.equal("emits");
+    });
+
+    it("an id that can come again in another record (a timer tick, a routed event) is kept, and its copy at a later offset is a duplicate", () => {
+      const state = recordAll([
+        { id: "inv_dc_1_60000", delivery: on(3, 10, 100) },
+        { id: "inv_http", delivery: on(3, 11, 101), unique: true },
+      ]);
+      expect(state.recentInvocations).to.deep.equal(["inv_dc_1_60000"]);
+      // The second scheduler node's copy of the tick, queued after both.
+      expect(kind(state, "inv_dc_1_60000", on(3, 12, 102), false)).to.equal("duplicate");
+      // An invocation that came without a bus record is kept too.
+      expect(recordAll([{ id: "inv_hook" }], state).recentInvocations).to.deep.equal(["inv_dc_1_60000", "inv_hook"]);
+    });
+
+    it("producers whose clocks disagree: a redelivered record appended 'later' than the last recorded one is still a duplicate", () => {
+      // Offsets go up; the second producer's clock is a minute behind the first's.
+      const state = recordAll([
+        { id: "inv_a", delivery: on(3, 10, 60_000), unique: true },
+        { id: "inv_b", delivery: on(3, 11, 1_000), unique: true },
+        { id: "inv_c", delivery: on(3, 12, 2_000), unique: true },
+      ]);
+      expect(state.lastDelivery).to.deep.equal(on(3, 12, 60_000));
+      expect(kind(state, "inv_a", on(3, 10, 60_000))).to.equal("duplicate");
+      expect(kind(state, "inv_b", on(3, 11, 1_000))).to.equal("duplicate");
+      // A new record from the slow clock, past the last offset, runs.
+      expect(kind(state, "inv_d", on(3, 13, 3_000))).to.equal("emits");
+      // Offsets started again from zero: a record newer than any recorded runs, and is then told apart.
+      const reset = recordAll([{ id: "inv_e", delivery: on(3, 0, 70_000), unique: true }], state);
+      expect(reset.lastDelivery).to.deep.equal(on(3, 0, 70_000));
+      expect(kind(reset, "inv_e", on(3, 0, 70_000))).to.equal("duplicate");
+      expect(kind(reset, "inv_f", on(3, 1, 70_001))).to.equal("emits");
+    });
+
+    it("a repartitioned topic: redeliveries on the partition the emitter's records came over before are still duplicates", () => {
+      const state = recordAll([
+        { id: "inv_a", delivery: on(3, 10, 100), unique: true },
+        { id: "inv_b", delivery: on(3, 11, 101), unique: true },
+        { id: "inv_c", delivery: on(7, 2, 102), unique: true },
+        { id: "inv_d", delivery: on(7, 3, 103), unique: true },
+      ]);
+      expect(state.lastDelivery).to.deep.equal(on(7, 3, 103));
+      expect(state.earlierDeliveries).to.deep.equal([on(3, 11, 101)]);
+      expect(kind(state, "inv_a", on(3, 10, 100))).to.equal("duplicate");
+      expect(kind(state, "inv_c", on(7, 2, 102))).to.equal("duplicate");
+      expect(kind(state, "inv_new", on(3, 12, 104))).to.equal("emits");
+      // Back to partition 3: partition 7 becomes an earlier one, and is still told.
+      const back = recordAll([{ id: "inv_e", delivery: on(3, 12, 104), unique: true }], state);
+      expect(back.lastDelivery).to.deep.equal(on(3, 12, 104));
+      expect(back.earlierDeliveries).to.deep.equal([on(7, 3, 103)]);
+      expect(kind(back, "inv_d", on(7, 3, 103))).to.equal("duplicate");
+      // At most EARLIER_PARTITIONS earlier partitions are kept, the most recent ones.
+      const many = recordAll(
+        Array.from({ length: EARLIER_PARTITIONS + 5 }, (_, p) => ({ id: `inv_p${p}`, delivery: on(100 + p, 1, 200 + p), unique: true })),
+        back,
+      );
+      expect(many.earlierDeliveries).to.have.length(EARLIER_PARTITIONS);
+      expect(many.earlierDeliveries![0]).to.deep.equal(on(100 + EARLIER_PARTITIONS + 3, 1, 200 + EARLIER_PARTITIONS + 3));
+    });
+
+    it("a state recorded before: minted ids in its window are dropped when it has a last delivery; derived ids are kept", () => {
+      const old = {
+        emitterId: "dc_1",
+        invocationId: "inv_0123456789abcdef",
+        at: 5,
+        dedupe: {},
+        db: {},
+        lastEventId: null,
+        recentInvocations: ["inv_0123456789abcdef", "inv_dc_1_60000", "inv_abcdefghijklmnop"],
+        lastDelivery: on(3, 10, 100),
+      };
+      expect(stateFromLog(old).recentInvocations).to.deep.equal(["inv_dc_1_60000"]);
+      expect(alreadyRecorded(stateFromLog(old), "inv_0123456789abcdef", on(3, 9, 99))).to.equal(true);
+      // Without a delivery the window is all there is: it is kept whole.
+      const { lastDelivery: _unused, ...withoutDelivery } = old;
+      expect(stateFromLog(withoutDelivery).recentInvocations).to.deep.equal(old.recentInvocations);
+    });
   });
 
   it("a run that only changed the db writes only the state", () => {

@@ -9,7 +9,7 @@ import {
   emptyRuntimeState,
   recordRun,
   recordRuns,
-  stateOf,
+  stateFromLog,
   type DeleteEvents,
   type EmitterRuntimeState,
   type EventEmitted,
@@ -137,7 +137,7 @@ export class EmitterStore {
       lastRunRecorded(this.store, streams.emitterDb(emitterId)),
     ]);
     const newest = [emits.event, db.event].filter((e): e is RecordedEvent => e !== undefined).sort((a, b) => b.position - a.position)[0];
-    const state = newest ? stateOf(newest.data as RunRecorded["data"]) : emptyRuntimeState;
+    const state = newest ? stateFromLog(newest.data as RunRecorded["data"]) : emptyRuntimeState;
     return { state, emitterRevision: emits.revision, dbRevision: db.revision };
   }
 

@@ -212,6 +212,7 @@ export function sourceEndpoints(
         event: await httpEvent(ctx, raw, match[2] ?? "/"),
         minPosition: deps.projector.position,
         enqueuedMs: deps.clock.now(),
+        uniqueToRecord: true,
       };
       deps.admission.admit({
         invocationId: message.invocationId,

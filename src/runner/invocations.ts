@@ -27,6 +27,12 @@ export interface InvocationMessage {
   /** Emitters the triggering event passed through (invocations made by subscriptions). */
   readonly chain?: readonly string[];
   readonly enqueuedMs: number;
+  /**
+   * The id was minted for this one message (an HTTP request, a manual run), never sent in another:
+   * only a redelivery of its bus record repeats it. Absent for ids derived from something that can
+   * be queued twice (a timer tick every scheduler node queues, an event routed again).
+   */
+  readonly uniqueToRecord?: boolean;
 }
 
 /** The answer a runner sends back when the submitter waits (custom HTTP responses, manual runs). */
@@ -123,6 +129,7 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
           event: message.event,
           ...(message.chain ? { chain: message.chain } : {}),
           delivery: deliveryOf(record),
+          ...(message.uniqueToRecord === true ? { uniqueToRecord: true } : {}),
         })),
         previous?.batch,
       );
@@ -283,6 +290,7 @@ async function parkInvocation(
       trigger: message.trigger,
       event: message.event,
       delivery,
+      ...(message.uniqueToRecord === true ? { uniqueToRecord: true } : {}),
     },
     error,
   );
@@ -328,6 +336,7 @@ async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessag
     event: message.event,
     ...(message.chain ? { chain: message.chain } : {}),
     delivery,
+    ...(message.uniqueToRecord === true ? { uniqueToRecord: true } : {}),
   });
   return replyOf(result);
 }

@@ -28,6 +28,8 @@ export interface RunRequest {
   readonly chain?: readonly string[];
   /** The bus record the invocation came in (a redelivery of a recorded one is not run again). */
   readonly delivery?: Delivery;
+  /** Its id was minted for that one record (see RecordRun.uniqueToRecord). */
+  readonly uniqueToRecord?: boolean;
 }
 
 export interface RunResult {
@@ -272,6 +274,7 @@ export class SourceRunner {
       nowMs: this.clock.now(),
       ...(request.chain ? { chain: request.chain } : {}),
       ...(request.delivery ? { delivery: request.delivery } : {}),
+      ...(request.uniqueToRecord ? { uniqueToRecord: true } : {}),
     };
   }
 

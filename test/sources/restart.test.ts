@@ -135,16 +135,15 @@ describe("restart (real server)", function () {
     expect(catchUp * 1000, `catch-up tick ${catchUp}, restarted at ${restartedAt}`).to.be.at.most(restartedAt + 100);
   });
 
-  it("a redelivered invocation (an HTTP request, a timer tick) emits nothing again", async () => {
-    // The newest ones: the runner remembers the last 128 invocations of a source, which covers what a redelivery can bring.
-    const original = acknowledged.at(-1);
-    expect(original, "the previous test acknowledged requests").to.not.equal(undefined);
+  it("a timer tick queued again (as every scheduler node queues it) emits nothing again, also after a restart", async () => {
+    // A tick's invocation id is derived from the source and the tick, so its copies arrive in
+    // records of their own: the source's window of recent ids tells them. (An HTTP request's id is
+    // minted for its one record: its redeliveries, the same record again, are told by the record's
+    // place on the bus, shown by the SIGKILL tests here and in batching.test.ts.)
     const fired = (await events(client, timer.id)).at(-1)!;
-    // Kept events are a window of 100: what came after the newest one tells what ran.
-    const echoNewestBefore = (await events(client, echo.id)).at(-1)!.id;
     await server.stop();
 
-    // With the server stopped, this process publishes the copies on the server's own bus
+    // With the server stopped, this process publishes the copy on the server's own bus
     // (its embedded file, or its Kafka namespace).
     const bus = await openBus(server.busUrl, { file: path.join(server.dataDir, "bus.db"), clientId: "redelivery-test" });
     const message = (m: Omit<InvocationMessage, "minPosition" | "enqueuedMs">) => ({
@@ -153,18 +152,14 @@ describe("restart (real server)", function () {
     });
     try {
       await bus.publish(INVOCATIONS_TOPIC, [
-        // The same invocation ids as runs already recorded, with bodies that would show if they ran.
-        message({ invocationId: original!.invocationId, sourceId: echo.id, trigger: "http", event: { body: { n: "redelivered" } } }),
-        // A fresh invocation behind it on the same key: once it is visible, the copy was handled.
-        message({ invocationId: "inv_fresh_echo_after_redelivery", sourceId: echo.id, trigger: "http", event: { body: { n: "fresh" } } }),
-      ]);
-      await bus.publish(INVOCATIONS_TOPIC, [
+        // The same invocation id as a tick already recorded, with an event that would show if it ran.
         message({
           invocationId: `inv_${timer.id}_${fired.event.timestamp * 1000}`,
           sourceId: timer.id,
           trigger: "timer",
           event: { timestamp: 1, interval_seconds: 1, redelivered: true },
         }),
+        // A fresh invocation behind it on the same key: once it is visible, the copy was handled.
         message({ invocationId: "inv_fresh_timer_after_redelivery", sourceId: timer.id, trigger: "manual", event: { fresh: true } }),
       ]);
     } finally {
@@ -173,26 +168,13 @@ describe("restart (real server)", function () {
 
     await server.start();
     client = server.client();
-    const echoed = await eventually("the fresh echo invocation", async () => {
-      const got = await events(client, echo.id);
-      return got.some((e) => e.event.n === "fresh") ? got : undefined;
-    });
-    expect(
-      echoed.filter((e) => e.event.n === "redelivered"),
-      "the redelivered HTTP invocation ran again",
-    ).to.deep.equal([]);
-    const after = echoed.slice(echoed.findIndex((e) => e.id === echoNewestBefore) + 1);
-    expect(
-      after.map((e) => e.event.n),
-      "exactly one event after the restart: the fresh one",
-    ).to.deep.equal(["fresh"]);
     const ticked = await eventually("the fresh timer invocation", async () => {
       const got = await events(client, timer.id);
       return got.some((e) => e.event.fresh === true) ? got : undefined;
     });
     expect(
       ticked.filter((e) => e.event.redelivered === true),
-      "the redelivered timer tick ran again",
+      "the copy of the timer tick ran again",
     ).to.deep.equal([]);
   });
 });

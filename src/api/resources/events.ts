@@ -153,6 +153,7 @@ export function eventRoutes(
               event,
               minPosition: deps.projector.position,
               enqueuedMs: deps.clock.now(),
+              uniqueToRecord: true,
             },
             deps.settings.runWaitMs,
           ),

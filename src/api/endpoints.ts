@@ -150,6 +150,7 @@ export function sourceEndpoints(
       event: await httpEvent(ctx, raw, subPath),
       minPosition: deps.projector.position,
       enqueuedMs: deps.clock.now(),
+      uniqueToRecord: true,
     };
     deps.admission.admit({
       invocationId: message.invocationId,

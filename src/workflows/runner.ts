@@ -41,6 +41,8 @@ export interface WorkflowRunMessage {
   /** Emitters the triggering event passed through (runs made by subscriptions). */
   readonly chain?: readonly string[];
   readonly enqueuedMs: number;
+  /** The id was minted for this one message (see InvocationMessage.uniqueToRecord). */
+  readonly uniqueToRecord?: boolean;
 }
 
 export interface StepResult {
@@ -234,6 +236,7 @@ export class WorkflowRunner {
         nowMs: endedMs,
         ...(message.chain ? { chain: message.chain } : {}),
         ...(delivery ? { delivery } : {}),
+        ...(message.uniqueToRecord === true ? { uniqueToRecord: true } : {}),
       },
       {
         loaded,

@@ -287,6 +287,7 @@ export function workflowRoutes(deps: WorkflowDeps): Route[] {
               event,
               minPosition: deps.projector.position,
               enqueuedMs: deps.clock.now(),
+              uniqueToRecord: true,
             },
             deps.settings.runWaitMs,
           ),

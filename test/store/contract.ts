@@ -248,11 +248,17 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         await store.append(streamName("t"), [event("A"), event("B"), event("C")]);
         await store.append(streamName("u"), [event("D")]);
         await store.append(streamName("t"), [event("E"), event("F")]);
+        // More ids in one millisecond than the random pool they come from holds (256).
+        await store.append(
+          streamName("u"),
+          Array.from({ length: 600 }, () => event("G")),
+        );
         const ids = [...(await store.readStream(streamName("t"))), ...(await store.readStream(streamName("u")))]
           .sort((a, b) => a.position - b.position)
           .map((e) => e.id);
         for (const id of ids) expect(id[14], `${id} is version 7`).to.equal("7");
         expect([...ids].sort()).to.deep.equal(ids);
+        expect(new Set(ids).size).to.equal(606);
       });
 
       it("rejects an empty append and an id that is not a uuid", async function () {

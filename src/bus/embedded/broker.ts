@@ -204,15 +204,16 @@ class PartitionWorker {
   private async readAhead(owner: Member): Promise<void> {
     this.keyed ??= { owner, dispatcher: owner.dispatcher(this.topic, this.partition, this.next, () => this.wake()) };
     const { dispatcher } = this.keyed;
-    const records = dispatcher.paused
-      ? []
-      : this.group.broker.log.read(this.topic, this.partition, this.next, Math.min(dispatcher.room, readAheadBatch));
-    if (records.length === 0) {
-      await this.sleep();
-      return;
+    const wanted = Math.min(dispatcher.room, readAheadBatch);
+    const records = dispatcher.paused ? [] : this.group.broker.log.read(this.topic, this.partition, this.next, wanted);
+    if (records.length > 0) {
+      dispatcher.offer(records);
+      this.next = Number(dispatcher.position);
     }
-    dispatcher.offer(records);
-    this.next = Number(dispatcher.position);
+    // Fewer than asked for: the partition's end was reached, and a publish after this read wakes
+    // the worker (wakePending), so reading again now would only find nothing (a query of the
+    // file's end each time: one per publish).
+    if (records.length === 0 || records.length < wanted) await this.sleep();
   }
 }
 

@@ -31,6 +31,7 @@ import { Projector } from "../src/projector/projector.js";
 import { allProjections } from "../projections/index.js";
 import { openEmbeddedBus } from "../src/bus/embedded/embeddedBus.js";
 import { TestServer } from "../test/harness/server.js";
+import { PER_SOURCE_MEMO_ENTRIES } from "../src/readModels/memo.js";
 import { postStatus } from "./common.js";
 
 const rounds = Number(process.env.BENCH_RUNS ?? 3);
@@ -137,7 +138,7 @@ async function appendAndProjectionStage(batch: number): Promise<Pick<StageTimes,
   const dir = mkdtempSync(path.join(tmpdir(), "run-path-store-"));
   const store = openSqliteEventStore({ file: path.join(dir, "events.db") });
   try {
-    const emitters = new EmitterStore(store);
+    const emitters = new EmitterStore(store, { states: PER_SOURCE_MEMO_ENTRIES });
     const runLogs = new RunLogStore(store);
     const emitterId = "dc_bench";
     const command = (i: number): RecordRun => ({

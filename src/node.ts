@@ -10,6 +10,7 @@ import { Projector } from "./projector/projector.js";
 import { allProjections } from "../projections/index.js";
 import { AccountsReadModel } from "./readModels/accounts.js";
 import { UsageReadModel } from "./readModels/usage.js";
+import { PER_SOURCE_MEMO_ENTRIES } from "./readModels/memo.js";
 import { SourcesReadModel } from "./readModels/sources.js";
 import { ComponentsReadModel } from "./readModels/components.js";
 import { EmittedEventsReadModel } from "./readModels/emittedEvents.js";
@@ -175,7 +176,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const accountsOfApps = new ConnectedAccountsReadModel(db);
   const connectedAccounts = new ConnectedAccounts(store, sealer, clock, accountsOfApps);
   const components = new ComponentCache(componentsView);
-  const emitters = new EmitterStore(store);
+  const emitters = new EmitterStore(store, { states: PER_SOURCE_MEMO_ENTRIES });
   const runner = new SourceRunner(emitters, new RunLogStore(store), runtime, sealer, clock, (id) => connectedAccounts.sealedAuth(id));
   const catalog = new ComponentCatalog({
     store,

@@ -96,31 +96,23 @@ describe("commands/emitters", () => {
   describe("ids minted for one bus record (uniqueToRecord) and the deliveries that tell their redeliveries", () => {
     type Bus = { partition: number; offset: string; timestamp: number };
     const on = (partition: number, offset: number, timestamp: number): Bus => ({ partition, offset: String(offset), timestamp });
+    /** A run that emits its id, over `delivery` when given. */
+    const command = (id: string, delivery: Bus | undefined, unique: boolean | undefined) =>
+      run({
+        invocationId: id,
+        emits: [{ event: id, meta: {} }],
+        ...(delivery ? { delivery } : {}),
+        ...(unique ? { uniqueToRecord: true } : {}),
+      });
     /** Records runs in order, as separate batches, failing on any taken for a duplicate. */
     const recordAll = (runs: { id: string; delivery?: Bus; unique?: boolean }[], from: EmitterRuntimeState = emptyRuntimeState) =>
       runs.reduce((state, { id, delivery, unique }) => {
-        const d = recordRun(
-          run({
-            invocationId: id,
-            emits: [{ event: id, meta: {} }],
-            ...(delivery ? { delivery } : {}),
-            ...(unique ? { uniqueToRecord: true } : {}),
-          }),
-          state,
-        );
+        const d = recordRun(command(id, delivery, unique), state);
         if (d.kind === "duplicate") throw new Error(`${id} taken for a duplicate`);
         return stateOf(d.events[d.events.length - 1].data as RunRecorded["data"]);
       }, from);
     const kind = (state: EmitterRuntimeState, id: string, delivery?: Bus, unique = true) =>
-      recordRun(
-        run({
-          invocationId: id,
-          emits: [{ event: id, meta: {} }],
-          ...(delivery ? { delivery } : {}),
-          ...(unique ? { uniqueToRecord: true } : {}),
-        }),
-        state,
-      ).kind;
+      recordRun(command(id, delivery, unique), state).kind;
 
     it("are not kept in the window, and their redeliveries are still duplicates", () => {
       const state = recordAll(

@@ -6,7 +6,7 @@ import type { Projector } from "../projector/projector.js";
 import type { Source, SourcesReadModel } from "../readModels/sources.js";
 import { parseJson } from "../json/bounded.js";
 import type { ComponentCache } from "../components/componentCache.js";
-import type { RunResult, SourceRunner, StartedBatch } from "./sourceRunner.js";
+import type { RunRequest, RunResult, SourceRunner, StartedBatch } from "./sourceRunner.js";
 import { RECENT_INVOCATIONS } from "../../commands/emitters/emitter.js";
 import { OwnerSlots } from "./ownerSlots.js";
 import { log } from "../observability/log.js";
@@ -122,14 +122,8 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
     try {
       batch = await deps.runner.startBatch(
         work.map(({ record, message }) => ({
-          source: runnable,
-          component,
-          invocationId: message.invocationId,
-          trigger: message.trigger,
-          event: message.event,
+          ...requestOf(runnable, component, message, deliveryOf(record)),
           ...(message.chain ? { chain: message.chain } : {}),
-          delivery: deliveryOf(record),
-          ...(message.uniqueToRecord === true ? { uniqueToRecord: true } : {}),
         })),
         previous?.batch,
       );
@@ -282,18 +276,7 @@ async function parkInvocation(
   const component = source ? deps.components.get(source.componentId) : undefined;
   if (!source || !component) return { status: "gone" };
   const error = { name: "InvocationParked", code: "PARKED", message: `the invocation could not be processed and was parked: ${reason}` };
-  const result = await deps.runner.park(
-    {
-      source: runnableOf(deps, source),
-      component,
-      invocationId: message.invocationId,
-      trigger: message.trigger,
-      event: message.event,
-      delivery,
-      ...(message.uniqueToRecord === true ? { uniqueToRecord: true } : {}),
-    },
-    error,
-  );
+  const result = await deps.runner.park(requestOf(runnableOf(deps, source), component, message, delivery), error);
   return {
     status: "done",
     ok: false,
@@ -309,6 +292,25 @@ const runnableOf = (deps: RunnerConsumerDeps, source: Source) => ({
   creatorId: source.creatorId,
   storedProps: source.configuredProps,
   endpointUrl: deps.endpointUrl(source.endpointId),
+});
+
+/**
+ * A run of the invocation a bus record brought (its chain is added by the callers whose runs carry
+ * it on: a parked invocation's error does not).
+ */
+const requestOf = (
+  source: RunRequest["source"],
+  component: RunRequest["component"],
+  message: InvocationMessage,
+  delivery: Delivery,
+): RunRequest => ({
+  source,
+  component,
+  invocationId: message.invocationId,
+  trigger: message.trigger,
+  event: message.event,
+  delivery,
+  ...(message.uniqueToRecord === true ? { uniqueToRecord: true } : {}),
 });
 
 /** Where a record sits on the bus: a redelivery of a recorded invocation is told by it. */
@@ -329,14 +331,8 @@ async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessag
   const component = deps.components.get(source.componentId);
   if (!component) return { status: "gone" };
   const result = await deps.runner.run({
-    source: runnableOf(deps, source),
-    component,
-    invocationId: message.invocationId,
-    trigger: message.trigger,
-    event: message.event,
+    ...requestOf(runnableOf(deps, source), component, message, delivery),
     ...(message.chain ? { chain: message.chain } : {}),
-    delivery,
-    ...(message.uniqueToRecord === true ? { uniqueToRecord: true } : {}),
   });
   return replyOf(result);
 }

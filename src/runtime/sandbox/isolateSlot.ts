@@ -19,6 +19,7 @@ import {
 } from "../rules.js";
 import type { HttpResponse, InvocationError, LogLine } from "../types.js";
 import { hostOperation } from "./hostOperations.js";
+import { IsolateCallGate, type IsolatePass } from "./isolateGate.js";
 import { readLoadResult, type IsolateLoadResult } from "./isolateResults.js";
 import type { WorkerEmit } from "./protocol.js";
 import { TrustedDb, type DbRefusal } from "./trustedDb.js";
@@ -80,6 +81,9 @@ interface CompiledScripts {
   prelude?: ivm.Script;
   bundle?: ivm.Script;
 }
+
+/** Every async call into an isolate of this process goes through it (see isolateGate.ts). */
+export const isolateCalls = new IsolateCallGate();
 
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
 const MAX_TIMERS = 10_000;
@@ -189,6 +193,8 @@ export class IsolateSlot {
   private httpActive = 0;
   private readonly httpWaiting: (() => void)[] = [];
   private readonly dispatching = new Set<Promise<unknown>>();
+  /** The pass of the invocation's call while it is open: released when the run awaits the host. */
+  private running: IsolatePass | undefined;
   private released = false;
   lastUsed = Date.now();
 
@@ -248,7 +254,7 @@ export class IsolateSlot {
    * when `describe`). Throws IsolateResultError when the isolate's answer cannot be accepted.
    */
   async init(bundle: string, describe = false): Promise<IsolateLoadResult> {
-    const context = await this.isolate.createContext();
+    const context = await isolateCalls.enter(() => this.isolate.createContext());
     this.context = context;
     const g = context.global;
     g.setSync("__hw_bridge_log", new ivm.Callback((level: unknown, message: unknown) => this.onLog(level, message), { ignored: true }));
@@ -282,8 +288,11 @@ export class IsolateSlot {
     entry.release();
     g.deleteSync("__hw_entry");
     const script = (this.shared.compiled.bundle ??= await this.compileBundle(bundle));
-    await script.run(context);
-    const loaded: unknown = await this.loadRef.apply(undefined, [describe], { arguments: { copy: true }, result: { copy: true } });
+    await isolateCalls.enter(() => script.run(context));
+    const load = this.loadRef;
+    const loaded: unknown = await isolateCalls.enter(() =>
+      load.apply(undefined, [describe], { arguments: { copy: true }, result: { copy: true } }),
+    );
     return readLoadResult(loaded, describe);
   }
 
@@ -299,10 +308,12 @@ export class IsolateSlot {
 
   private async compileBundle(bundle: string): Promise<ivm.Script> {
     const cached = bundleCache.get(this.bundleKey);
-    const script = await this.isolate.compileScript(bundle, {
-      filename: "component.js",
-      ...(cached ? { cachedData: cached } : { produceCachedData: true }),
-    });
+    const script = await isolateCalls.enter(() =>
+      this.isolate.compileScript(bundle, {
+        filename: "component.js",
+        ...(cached ? { cachedData: cached } : { produceCachedData: true }),
+      }),
+    );
     const produced = producedCache(script);
     if (!cached && produced) {
       if (bundleCache.size >= MAX_CODE_CACHE) bundleCache.delete(bundleCache.keys().next().value as string);
@@ -313,10 +324,15 @@ export class IsolateSlot {
 
   /** Runs one invocation; the answer is the isolate's proposal, read with readRunResult. */
   async invoke(payload: string, db: string): Promise<unknown> {
-    if (!this.invokeRef) throw new Error("slot not initialised");
-    return this.invokeRef.apply(undefined, [payload, db], {
-      arguments: { copy: true },
-      result: { promise: true, copy: true },
+    const ref = this.invokeRef;
+    if (!ref) throw new Error("slot not initialised");
+    return isolateCalls.enter(async (pass) => {
+      this.running = pass;
+      try {
+        return await ref.apply(undefined, [payload, db], { arguments: { copy: true }, result: { promise: true, copy: true } });
+      } finally {
+        this.running = undefined;
+      }
     });
   }
 
@@ -342,10 +358,13 @@ export class IsolateSlot {
   }
 
   private dispatch(kind: "timer" | "http", id: number, payload: unknown): void {
-    if (this.disposed || !this.dispatchRef) return;
-    const applied = this.dispatchRef.apply(undefined, [kind, id, payload], { arguments: { copy: true } }).catch(() => {
-      /* the isolate went away meanwhile */
-    });
+    const ref = this.dispatchRef;
+    if (this.disposed || !ref) return;
+    const applied = isolateCalls
+      .enter(() => ref.apply(undefined, [kind, id, payload], { arguments: { copy: true } }))
+      .catch(() => {
+        /* the isolate went away meanwhile */
+      });
     this.dispatching.add(applied);
     void applied.finally(() => this.dispatching.delete(applied));
   }
@@ -515,6 +534,8 @@ export class IsolateSlot {
     if (existing) clearTimeout(existing);
     this.timers.delete(id);
     if (op !== "set" || this.timers.size >= MAX_TIMERS) return;
+    // The run now awaits the host: its isolate's thread is free for other calls.
+    this.running?.release();
     const delay = typeof ms === "number" && ms >= 0 ? Math.min(ms, 2 ** 31 - 1) : 0;
     this.timers.set(
       id,
@@ -528,6 +549,7 @@ export class IsolateSlot {
   private onHttp(id: unknown, req: unknown): void {
     const rec = this.current;
     if (!rec || typeof id !== "number") return;
+    this.running?.release();
     void this.runHttp(rec, id, req);
   }
 

@@ -1,5 +1,6 @@
 // A runner child with many invocations under way, each in an isolate of its own, runs them on
-// isolated-vm's thread pool: it does not start a thread per call when the pool is busy.
+// isolated-vm's thread pool: it does not start a thread per call when the pool is busy. And the
+// child's V8 runs with the flags its many small isolates need.
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import type { Runtime } from "../../src/runtime/index.js";
@@ -8,7 +9,7 @@ import { invocation, prepareCode, startRuntime } from "./support.js";
 /** The last process or thread id the kernel handed out (it hands them out in turn). */
 const lastPid = (): number => Number(readFileSync("/proc/sys/kernel/ns_last_pid", "utf8"));
 
-describe("runtime: calls into isolates and isolated-vm's thread pool", function () {
+describe("runtime: the runner child's threads and V8 flags", function () {
   this.timeout(120_000);
   let runtime: Runtime;
 
@@ -41,5 +42,14 @@ describe("runtime: calls into isolates and isolated-vm's thread pool", function 
     // not take (~600 here); with it, a handful (its timer threads; other processes of the machine
     // take ids meanwhile too).
     expect(started, "thread and process ids the kernel handed out during 640 runs").to.be.below(64);
+  });
+
+  it("runs its children with V8's memory reducer at one full GC per quiet spell, not three", () => {
+    // The flag is process-wide in V8, so every isolate of the child has it (docs/decisions.md).
+    for (const pid of runtime.pids()) {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      expect(argv).to.include("--memory-reducer-single-gc");
+      expect(argv).to.include("--no-node-snapshot");
+    }
   });
 });

@@ -83,7 +83,7 @@ interface CompiledScripts {
 }
 
 /** Every async call into an isolate of this process goes through it (see isolateGate.ts). */
-export const isolateCalls = new IsolateCallGate();
+const isolateCalls = new IsolateCallGate();
 
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
 const MAX_TIMERS = 10_000;

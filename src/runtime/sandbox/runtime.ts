@@ -89,8 +89,8 @@ const WORKER_PATH = fileURLToPath(new URL("./worker.js", import.meta.url));
 /**
  * V8 flags of the runner children. V8's memory reducer runs up to three full GCs in an isolate
  * once its allocation slows down, and a child holds many small isolates that each go quiet between
- * their sources' runs: in `bench:many-sources` those GCs were about a quarter of the children's
- * CPU per run. One GC per quiet spell keeps most of what the reducer gives back (docs/decisions.md,
+ * their sources' runs: in `bench:many-sources` those GCs were about a fifth of the children's
+ * CPU samples. One GC per quiet spell keeps most of what the reducer gives back (docs/decisions.md,
  * "The runner children's V8 flags").
  */
 const RUNNER_V8_FLAGS: readonly string[] = ["--memory-reducer-single-gc"];

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { openEventStore } from "./store/open.js";
 import { openReadModels } from "./readModels/database.js";
+import { ReadModelCheckpoints } from "./readModels/checkpoints.js";
 import { Projector } from "./projector/projector.js";
 import { allProjections } from "../projections/index.js";
 import { AccountsReadModel } from "./readModels/accounts.js";
@@ -144,7 +145,10 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   closers.push(() => {
     db.close();
   });
+  const checkpoints = new ReadModelCheckpoints(db);
+  closers.push(() => checkpoints.close());
   const projector = new Projector(store, db, allProjections);
+  projector.onApplied(() => checkpoints.committed());
   projector.start();
   closers.push(() => projector.stop());
   await projector.catchUp(10 * 60_000);

@@ -3,6 +3,7 @@ import type { AllSubscription, EventStore, RecordedEvent } from "../store/eventS
 import type { Projection } from "./projection.js";
 import { log } from "../observability/log.js";
 import { statement } from "../readModels/statements.js";
+import { ReadModelCheckpoints } from "../readModels/checkpoints.js";
 
 type Waiter = { position: number; resolve: () => void; reject: (error: unknown) => void };
 export type AppliedListener = (events: readonly RecordedEvent[]) => void;
@@ -177,11 +178,15 @@ export async function rebuildProjections(store: EventStore, db: Database, projec
     db.exec("DROP TABLE IF EXISTS projection_checkpoints");
   })();
   const projector = new Projector(store, db, projections, REBUILD_BATCH);
+  // The checkpoints copy the rebuilt pages back on the other core while the replay goes on.
+  const checkpoints = db.memory ? undefined : new ReadModelCheckpoints(db);
+  if (checkpoints) projector.onApplied(() => checkpoints.committed());
   projector.start();
   try {
     await projector.catchUp(10 * 60_000);
   } finally {
     await projector.stop();
+    await checkpoints?.close();
   }
   return projector.position;
 }

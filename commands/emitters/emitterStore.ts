@@ -92,15 +92,12 @@ export class EmitterStore {
 
   /**
    * The emitter's state from memory when both its streams are still at the revisions it was read
-   * at (two revision lookups instead of reading both streams back), else read again.
+   * at (one read of both revisions instead of reading both streams back), else read again.
    */
   async loadCached(emitterId: string): Promise<LoadedEmitter> {
     const cached = this.#cache.get(emitterId);
     if (cached) {
-      const [emits, db] = await Promise.all([
-        this.store.streamRevision(streams.emitter(emitterId)),
-        this.store.streamRevision(streams.emitterDb(emitterId)),
-      ]);
+      const [emits, db] = await this.store.streamRevisions([streams.emitter(emitterId), streams.emitterDb(emitterId)]);
       if (emits === cached.emitterRevision && db === cached.dbRevision) return cached;
     }
     const loaded = await this.load(emitterId);

@@ -88,6 +88,8 @@ export interface EventStore {
    * Truncation does not change it: a truncated stream keeps counting from where it was.
    */
   streamRevision(stream: string): Promise<number | undefined>;
+  /** `streamRevision` of several streams with one read (one round trip), in the order given. */
+  streamRevisions(streams: readonly string[]): Promise<(number | undefined)[]>;
   /** Retention: deletes the stream's events with revision < beforeRevision (from stream reads and $all). */
   truncateBefore(stream: string, beforeRevision: number): Promise<void>;
   close(): Promise<void>;

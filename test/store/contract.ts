@@ -528,6 +528,16 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         expect(mine(delivery.events).map((e) => e.revision)).to.deep.equal([3, 4, 0, 5]);
       });
 
+      it("streamRevisions answers several streams at once, in the order asked, a missing one undefined", async function () {
+        const [a, b, missing] = [streamName("a"), streamName("b"), streamName("missing")];
+        await store.append(a, [event("A"), event("B"), event("C")]);
+        await store.append(b, [event("A")]);
+        await store.truncateBefore(a, 10);
+        expect(await store.streamRevisions([b, missing, a, b])).to.deep.equal([0, undefined, 2, 0]);
+        expect(await store.streamRevisions([missing])).to.deep.equal([undefined]);
+        expect(await store.streamRevisions([])).to.deep.equal([]);
+      });
+
       it("a fully truncated stream reads empty, still exists, and keeps counting", async function () {
         const stream = streamName("emits");
         const { position } = await store.append(stream, [event("A"), event("B")]);

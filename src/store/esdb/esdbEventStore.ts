@@ -335,6 +335,11 @@ class EsdbEventStore implements EventStore {
     return 0;
   }
 
+  /** EventStoreDB has no read of several streams' ends: one read each, at once. */
+  async streamRevisions(streams: readonly string[]): Promise<(number | undefined)[]> {
+    return Promise.all(streams.map((stream) => this.streamRevision(stream)));
+  }
+
   async streamRevision(stream: string): Promise<number | undefined> {
     this.assertOpen();
     const [last] = await this.readStream(stream, { direction: "backwards", maxCount: 1 });

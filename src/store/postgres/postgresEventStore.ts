@@ -258,6 +258,14 @@ class PostgresEventStore implements EventStore {
     return rows.length === 0 ? undefined : Number(rows[0].revision);
   }
 
+  async streamRevisions(streams: readonly string[]): Promise<(number | undefined)[]> {
+    this.assertOpen();
+    if (streams.length === 0) return [];
+    const { rows } = await this.pool.query<{ stream: string; revision: string }>(this.sql.streamRevisions, [streams]);
+    const found = new Map(rows.map((row) => [row.stream, Number(row.revision)]));
+    return streams.map((stream) => found.get(stream));
+  }
+
   async truncateBefore(stream: string, beforeRevision: number): Promise<void> {
     this.assertOpen();
     if (!Number.isSafeInteger(beforeRevision)) throw new RangeError(`invalid revision ${beforeRevision}`);
@@ -304,6 +312,7 @@ function statementsFor({ schema }: PostgresLayout) {
     readAll: `SELECT ${eventColumns} FROM ${schema}.events WHERE position > $1 ORDER BY position LIMIT $2`,
     headPosition: `SELECT position FROM ${schema}.head`,
     streamRevision: `SELECT revision FROM ${schema}.streams WHERE stream = $1`,
+    streamRevisions: `SELECT stream, revision FROM ${schema}.streams WHERE stream = ANY($1::text[])`,
     truncateBefore: `DELETE FROM ${schema}.events WHERE stream = $1 AND revision < $2`,
   };
 }

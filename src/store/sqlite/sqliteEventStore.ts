@@ -96,6 +96,8 @@ export function openSqliteEventStore(options: SqliteEventStoreOptions): EventSto
 
 class SqliteEventStore implements EventStore {
   private readonly statements: ReturnType<typeof prepareStatements>;
+  /** streamRevisions' statements for up to 8 streams, by their number (callers ask for one or two). */
+  private readonly revisionsOf = new Map<number, Statement>();
   private readonly signal = new CommitSignal();
   private readonly groupCommit: GroupCommit;
   /** Commits run on a thread of their own: the event loop only waits for "durable". */
@@ -253,6 +255,18 @@ class SqliteEventStore implements EventStore {
   async streamRevision(stream: string): Promise<number | undefined> {
     this.assertOpen();
     return (this.statements.streamRevision.get(stream) as { revision: number } | undefined)?.revision;
+  }
+
+  async streamRevisions(streams: readonly string[]): Promise<(number | undefined)[]> {
+    this.assertOpen();
+    if (streams.length === 0) return [];
+    let read = this.revisionsOf.get(streams.length);
+    if (read === undefined) {
+      read = this.db.prepare(`SELECT stream, revision FROM streams WHERE stream IN (${streams.map(() => "?").join(", ")})`).raw(true);
+      if (streams.length <= 8) this.revisionsOf.set(streams.length, read);
+    }
+    const found = new Map((read.all(...streams) as [string, number][]).map(([stream, revision]) => [stream, revision]));
+    return streams.map((stream) => found.get(stream));
   }
 
   async truncateBefore(stream: string, beforeRevision: number): Promise<void> {

@@ -11,8 +11,9 @@ export const CHECKPOINT_INTERVAL_MS = 100;
  * projector commits one of them also copied ~4 MB of pages back into the file and synced it.
  * With the automatic checkpoint off, a thread with a connection of its own checkpoints (PASSIVE:
  * it waits for nobody) at most every CHECKPOINT_INTERVAL_MS while commits come in, and not at
- * all while none do. A checkpoint that fails is logged and tried again after the next commit; the WAL
- * meanwhile only grows, and the event loop's last close checkpoints it as before.
+ * all while none do. A checkpoint that fails is logged and tried again after the next commit
+ * (the WAL meanwhile only grows), and closing the event loop's connection checkpoints what is
+ * left, as before.
  */
 export class ReadModelCheckpoints {
   readonly #thread: WriterThread<{ readonly checkpoint: true }>;

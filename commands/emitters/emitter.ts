@@ -174,6 +174,12 @@ export interface RecordRun {
    * of the record brings it again, which `delivery` tells, so the id is not kept in the window.
    */
   readonly uniqueToRecord?: boolean;
+  /**
+   * It came in no bus record: it was handed to the runner in the process that awaits its answer
+   * (Bus.offerLocally), and only a retry of the runner's call there brings it again, which skips
+   * it once answered. Its id is not kept in the window either.
+   */
+  readonly local?: boolean;
 }
 
 export type RunDecision =
@@ -226,7 +232,7 @@ export function recordRun(command: RecordRun, state: EmitterRuntimeState): RunDe
       db: command.db,
       lastEventId: emitted.length > 0 ? emitted[emitted.length - 1].data.id : state.lastEventId,
       recentInvocations:
-        command.uniqueToRecord && command.delivery
+        (command.uniqueToRecord && command.delivery) || command.local
           ? state.recentInvocations
           : [...state.recentInvocations, command.invocationId].slice(-RECENT_INVOCATIONS),
       ...deliveriesAfter(state, command.delivery),

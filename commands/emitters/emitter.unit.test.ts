@@ -135,6 +135,19 @@ describe("commands/emitters", () => {
       expect(recordAll([{ id: "inv_hook" }], state).recentInvocations).to.deep.equal(["inv_dc_1_60000", "inv_hook"]);
     });
 
+    it("an invocation handed over in the runner's own process (local, no bus record) is not kept, and leaves the deliveries as they were", () => {
+      const state = recordAll([
+        { id: "inv_a", delivery: on(3, 10, 100), unique: true },
+        { id: "inv_dc_1_60000", delivery: on(3, 11, 101) },
+      ]);
+      const d = recordRun(run({ invocationId: "inv_local", emits: [{ event: "x", meta: {} }], uniqueToRecord: true, local: true }), state);
+      if (d.kind !== "emits") expect.fail(`recorded as ${d.kind}`);
+      const after = stateOf(d.events[d.events.length - 1].data as RunRecorded["data"]);
+      expect(after.recentInvocations).to.deep.equal(["inv_dc_1_60000"]);
+      expect(after.lastDelivery).to.deep.equal(on(3, 11, 101));
+      expect(kind(after, "inv_a", on(3, 10, 100))).to.equal("duplicate");
+    });
+
     it("producers whose clocks disagree: a redelivered record appended 'later' than the last recorded one is still a duplicate", () => {
       // Offsets go up; the second producer's clock is a minute behind the first's.
       const state = recordAll([

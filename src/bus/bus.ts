@@ -18,6 +18,11 @@ export interface BusRecord {
   readonly headers: Readonly<Record<string, string>>;
   /** Epoch milliseconds when the message was appended. */
   readonly timestamp: number;
+  /**
+   * Handed over in this process without being written to the log (Bus.offerLocally): its offset
+   * is "-1" and it is never redelivered.
+   */
+  readonly local?: true;
 }
 
 export interface TopicSpec {
@@ -101,6 +106,16 @@ export interface Bus {
   publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void>;
   /** Resolves once the consumer is a member of its group with partitions assigned. */
   consume(options: ConsumeOptions): Promise<BusConsumer>;
+  /**
+   * Hands a message straight to this client's keyed consumer of `groupId` that reads the message's
+   * partition now, without writing it to the log: it joins its key's queue (after the records of
+   * the key read so far) as a record with `local` set. It is only as durable as this process, so
+   * it is for requests whose reply is their only acknowledgment. If that consumer lets the
+   * partition go before handling it, `fallback` is called to publish it instead. False when no
+   * consumer of this client reads the partition in keyed mode now (the caller publishes).
+   * Optional: an adapter without it always publishes.
+   */
+  offerLocally?(groupId: string, topic: string, message: OutgoingMessage, fallback: () => void): boolean;
   /**
    * Ends this node's use of the bus, like a crash would for in-flight work: running handlers are
    * abandoned uncommitted (redelivered to another member or after restart); nothing is lost.

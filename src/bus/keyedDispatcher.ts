@@ -28,11 +28,14 @@ export interface KeyedDispatcherOptions {
 }
 
 interface Entry {
+  /** -1 for a record handed over locally (it has no place in the partition). */
   readonly offset: bigint;
   readonly bytes: number;
   /** Dropped once done, so completed records past a stuck one do not keep their values alive. */
   record: BusRecord | undefined;
   done: boolean;
+  /** A local record's way back to the log when this dispatcher stops before it is done (see offerLocal). */
+  readonly fallback?: () => void;
 }
 
 interface KeyState {
@@ -46,7 +49,10 @@ interface KeyState {
   wakers: (() => void)[];
 }
 
-/** What one partition holds right now: records read and not yet committed past (the partition's local backlog). */
+/**
+ * What one partition holds right now: records read and not yet committed past, and records handed
+ * over locally and not done (the partition's local backlog).
+ */
 export interface PartitionBacklog {
   readonly groupId: string;
   readonly topic: string;
@@ -89,6 +95,8 @@ export class KeyedDispatcher {
   private committing: Promise<void> | undefined;
   private commitFailures = 0;
   private stopped: Promise<void> | undefined;
+  /** Records handed over locally and not done yet (they are not part of the committed prefix). */
+  private readonly localEntries = new Set<Entry>();
 
   constructor(private readonly options: KeyedDispatcherOptions) {
     live.add(this);
@@ -123,7 +131,13 @@ export class KeyedDispatcher {
     const end = this.options.logEnd?.();
     const from = this.committed ?? this.committable;
     const lag = end === undefined || from === undefined ? undefined : Number(end > from ? end - from : 0n);
-    return { groupId, topic, partition, records: this.pending, bytes: this.pendingBytesCount, lag };
+    let records = this.pending;
+    let bytes = this.pendingBytesCount;
+    for (const entry of this.localEntries) {
+      records++;
+      bytes += entry.bytes;
+    }
+    return { groupId, topic, partition, records, bytes, lag };
   }
 
   /** True while reading should pause (the bounds were reached); onCapacity ends it. */
@@ -181,6 +195,26 @@ export class KeyedDispatcher {
     return consumed;
   }
 
+  /**
+   * Takes a record that was not written to the partition (a request whose reply is its only
+   * acknowledgment, from this process): it joins its key's queue behind what was read of the key
+   * already, and is handled like the records around it, but plays no part in offsets or commits.
+   * `fallback` is called (to publish it, so the partition's next owner runs it) when this dispatcher
+   * stops gracefully before the record is done, or is abandoned (the partition was taken away)
+   * before the record was handed to a call; a call that runs it may still answer it then. A crash
+   * loses it with the process, as its requester. False, and nothing taken, once the dispatcher stops.
+   */
+  offerLocal(record: BusRecord, fallback: () => void): boolean {
+    if (this.stopping.fired) return false;
+    const entry: Entry = { offset: -1n, bytes: record.value.length, record, done: false, fallback };
+    this.localEntries.add(entry);
+    const state = this.keyState(record.key);
+    state.waiting.push(entry);
+    this.wake(state);
+    this.dispatch(record.key);
+    return true;
+  }
+
   /** Keys whose handler is running now, each with a promise that settles when it does. */
   busyKeys(): Map<string, Promise<unknown>> {
     return new Map(this.inHandler);
@@ -202,6 +236,10 @@ export class KeyedDispatcher {
       this.full = false;
       for (const state of this.keys.values()) this.wake(state);
       while (this.calls.size > 0) await Promise.all([...this.calls]);
+      // Local records not done (still waiting, or in a call that failed) go back by their own way.
+      const local = [...this.localEntries];
+      this.localEntries.clear();
+      for (const entry of local) entry.fallback?.();
       clearTimeout(this.commitTimer);
       this.commitTimer = undefined;
       await this.committing;
@@ -216,6 +254,10 @@ export class KeyedDispatcher {
     live.delete(this);
     this.abandoned.fire();
     this.stopping.fire();
+    // Local records not handed to a call yet go back by their own way; a running call may still answer its own.
+    const waiting = [...this.keys.values()].flatMap((state) => state.waiting.filter((entry) => entry.fallback));
+    this.localEntries.clear();
+    for (const entry of waiting) entry.fallback?.();
     this.full = false;
     for (const state of this.keys.values()) this.wake(state);
     clearTimeout(this.commitTimer);
@@ -304,7 +346,7 @@ export class KeyedDispatcher {
         failure = error;
       }
       if (this.abandoned.fired) return;
-      const first = batch[0].offset.toString();
+      const first = batch.find((entry) => entry.offset >= 0n)?.offset.toString() ?? "local";
       this.options.log({
         level: "error",
         message: `keyed handler of group ${groupId} failed on ${topic}[${partition}]@${first} (${batch.length} records of one key), attempt ${attempt}; retrying`,
@@ -328,6 +370,7 @@ export class KeyedDispatcher {
     for (const entry of batch) {
       entry.done = true;
       entry.record = undefined;
+      if (entry.fallback) this.localEntries.delete(entry);
     }
     const before = this.head;
     while (this.head < this.entries.length && this.entries[this.head].done) {

@@ -40,6 +40,12 @@ export function namespacedBus(bus: Bus, namespace: string): Bus {
         },
       });
     },
+    ...(bus.offerLocally
+      ? {
+          offerLocally: (groupId: string, topic: string, message: OutgoingMessage, fallback: () => void) =>
+            bus.offerLocally!(outer(groupId), outer(topic), message, fallback),
+        }
+      : {}),
     close: () => bus.close(),
   };
 }

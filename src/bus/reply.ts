@@ -60,8 +60,13 @@ export interface ReplyChannel {
    * skips two durable writes for an answer that only matters while this process lives.
    */
   deliverLocally(correlationId: string, reply: Reply): boolean;
-  /** Publishes the request and resolves with its reply; rejects with ReplyTimeoutError. */
-  request(topic: string, message: OutgoingMessage, options?: { timeoutMs?: number }): Promise<Reply>;
+  /**
+   * Publishes the request and resolves with its reply; rejects with ReplyTimeoutError. With
+   * `localGroup`, a request whose partition that group's consumer on this node reads is handed to
+   * it without the bus (Bus.offerLocally): the reply is the request's only acknowledgment, so it
+   * needs to be no more durable than the requester.
+   */
+  request(topic: string, message: OutgoingMessage, options?: { timeoutMs?: number; localGroup?: string }): Promise<Reply>;
   /** Stops listening; requests still waiting reject with BusClosedError. */
   close(): Promise<void>;
 }
@@ -122,22 +127,22 @@ export async function openReplyChannel(options: ReplyChannelOptions): Promise<Re
           reject: (error) => (settle(), reject(error)),
         });
       });
-      try {
-        await bus.publish(topic, [
-          {
-            key: message.key,
-            value: message.value,
-            headers: {
-              ...message.headers,
-              [replyHeaders.replyTo]: replyTopic,
-              [replyHeaders.correlationId]: correlationId,
-              [replyHeaders.deadline]: String(Date.now() + timeoutMs),
-            },
-          },
-        ]);
-      } catch (error) {
-        pending.get(correlationId)?.reject(error);
-      }
+      const outgoing: OutgoingMessage = {
+        key: message.key,
+        value: message.value,
+        headers: {
+          ...message.headers,
+          [replyHeaders.replyTo]: replyTopic,
+          [replyHeaders.correlationId]: correlationId,
+          [replyHeaders.deadline]: String(Date.now() + timeoutMs),
+        },
+      };
+      const publish = (): Promise<void> =>
+        bus.publish(topic, [outgoing]).catch((error: unknown) => pending.get(correlationId)?.reject(error));
+      const { localGroup } = requestOptions;
+      // Handed back by a consumer that let the partition go: published, unless it was answered meanwhile.
+      const fallback = (): void => void (pending.has(correlationId) && publish());
+      if (localGroup === undefined || !bus.offerLocally?.(localGroup, topic, outgoing, fallback)) await publish();
       return reply;
     },
     async close() {

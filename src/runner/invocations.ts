@@ -15,6 +15,8 @@ import type { Delivery } from "../../commands/emitters/emitter.js";
 /** Invocations are keyed by source id, so one source's runs happen one at a time, in order. */
 export const INVOCATIONS_TOPIC = "headwater.invocations";
 export const INVOCATION_PARTITIONS = 16;
+/** The runners' consumer group on the invocation topic. */
+export const RUNNERS_GROUP = "headwater.runners";
 
 /** What the bus carries to a runner. */
 export interface InvocationMessage {
@@ -58,9 +60,18 @@ export class InvocationQueue {
     await this.bus.publish(INVOCATIONS_TOPIC, [{ key: message.sourceId, value: JSON.stringify(message) }]);
   }
 
-  /** Submits and waits for the runner's answer (which may come from another node). */
+  /**
+   * Submits and waits for the runner's answer (which may come from another node). The answer is
+   * the only acknowledgment the submitter gets, so when this node's runner reads the source's
+   * partition the invocation goes to it straight, without the bus's durable write (docs/decisions.md,
+   * "Custom responses skip the bus on the node that runs them").
+   */
   async submitAndWait(message: InvocationMessage, timeoutMs: number): Promise<InvocationReply> {
-    const reply = await this.replies.request(INVOCATIONS_TOPIC, { key: message.sourceId, value: JSON.stringify(message) }, { timeoutMs });
+    const reply = await this.replies.request(
+      INVOCATIONS_TOPIC,
+      { key: message.sourceId, value: JSON.stringify(message) },
+      { timeoutMs, localGroup: RUNNERS_GROUP },
+    );
     return JSON.parse(reply.value.toString("utf8")) as InvocationReply;
   }
 }
@@ -98,7 +109,17 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
 
   const batchMax = Math.max(1, Math.min(deps.batchMax ?? 1, RECENT_INVOCATIONS));
 
-  const answer = (record: BusRecord, reply: InvocationReply) => answerRequest(deps.bus, deps.replies, record, reply);
+  /**
+   * Records handed over locally whose answer went out: a retry of their call (a later batch of it
+   * failed) skips them, since nothing else tells it they were recorded (RecordRun.local).
+   */
+  const answeredLocally = new WeakSet<BusRecord>();
+  const answer = async (record: BusRecord, reply: InvocationReply): Promise<void> => {
+    await answerRequest(deps.bus, deps.replies, record, reply);
+    if (record.local) answeredLocally.add(record);
+  };
+  const unanswered = (records: readonly BusRecord[]): readonly BusRecord[] =>
+    records.some((record) => answeredLocally.has(record)) ? records.filter((record) => !answeredLocally.has(record)) : records;
 
   type Work = { record: BusRecord; message: InvocationMessage };
 
@@ -122,7 +143,7 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
     try {
       batch = await deps.runner.startBatch(
         work.map(({ record, message }) => ({
-          ...requestOf(runnable, component, message, deliveryOf(record)),
+          ...requestOf(runnable, component, message, originOf(record)),
           ...(message.chain ? { chain: message.chain } : {}),
         })),
         previous?.batch,
@@ -155,7 +176,7 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
   async function handle(record: BusRecord, message: InvocationMessage): Promise<void> {
     let reply: InvocationReply;
     try {
-      reply = await runInvocation(deps, message, deliveryOf(record));
+      reply = await runInvocation(deps, message, originOf(record));
       failures.delete(message.invocationId);
     } catch (error) {
       // The batch is retried by the bus (recorded runs are skipped); one that keeps failing is parked.
@@ -165,7 +186,7 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
       reply = await parkInvocation(
         deps,
         message,
-        deliveryOf(record),
+        originOf(record),
         `${(error as Error).message ?? String(error)} (after ${attempts} attempts)`,
       );
       failures.delete(message.invocationId);
@@ -174,7 +195,7 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
   }
 
   return deps.bus.consume({
-    groupId: "headwater.runners",
+    groupId: RUNNERS_GROUP,
     topics: [INVOCATIONS_TOPIC],
     keyed: {
       // Every waiting invocation of one source, in order; those that arrive while its batches run
@@ -185,7 +206,7 @@ export async function startRunner(deps: RunnerConsumerDeps): Promise<BusConsumer
         const answered: Promise<void>[] = [];
         let last: Started | undefined;
         try {
-          let incoming: readonly BusRecord[] = records;
+          let incoming: readonly BusRecord[] = unanswered(records);
           for (let round = 0; incoming.length > 0; round++) {
             const work = incoming.map((record) => ({ record, message: readInvocation(record) }));
             await deps.projector.waitFor(Math.max(0, ...work.map((w) => w.message?.minPosition ?? 0)));
@@ -269,14 +290,14 @@ function readInvocation(record: BusRecord): InvocationMessage | undefined {
 async function parkInvocation(
   deps: RunnerConsumerDeps,
   message: InvocationMessage,
-  delivery: Delivery,
+  origin: Origin,
   reason: string,
 ): Promise<InvocationReply> {
   const source = deps.sources.source(message.sourceId);
   const component = source ? deps.components.get(source.componentId) : undefined;
   if (!source || !component) return { status: "gone" };
   const error = { name: "InvocationParked", code: "PARKED", message: `the invocation could not be processed and was parked: ${reason}` };
-  const result = await deps.runner.park(requestOf(runnableOf(deps, source), component, message, delivery), error);
+  const result = await deps.runner.park(requestOf(runnableOf(deps, source), component, message, origin), error);
   return {
     status: "done",
     ok: false,
@@ -302,14 +323,14 @@ const requestOf = (
   source: RunRequest["source"],
   component: RunRequest["component"],
   message: InvocationMessage,
-  delivery: Delivery,
+  origin: Origin,
 ): RunRequest => ({
   source,
   component,
   invocationId: message.invocationId,
   trigger: message.trigger,
   event: message.event,
-  delivery,
+  ...origin,
   ...(message.uniqueToRecord === true ? { uniqueToRecord: true } : {}),
 });
 
@@ -320,7 +341,15 @@ export const deliveryOf = (record: BusRecord): Delivery => ({
   timestamp: record.timestamp,
 });
 
-async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessage, delivery: Delivery): Promise<InvocationReply> {
+/**
+ * How an invocation reached the runner: in a bus record, or handed over in this process (no place
+ * on the bus, never redelivered; a retry of its call skips it once answered).
+ */
+type Origin = { readonly delivery: Delivery } | { readonly local: true };
+
+const originOf = (record: BusRecord): Origin => (record.local ? { local: true } : { delivery: deliveryOf(record) });
+
+async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessage, origin: Origin): Promise<InvocationReply> {
   const source = deps.sources.source(message.sourceId);
   if (!source) return { status: "gone" };
   // A paused source takes no runs, except one asked for by hand.
@@ -331,7 +360,7 @@ async function runInvocation(deps: RunnerConsumerDeps, message: InvocationMessag
   const component = deps.components.get(source.componentId);
   if (!component) return { status: "gone" };
   const result = await deps.runner.run({
-    ...requestOf(runnableOf(deps, source), component, message, delivery),
+    ...requestOf(runnableOf(deps, source), component, message, origin),
     ...(message.chain ? { chain: message.chain } : {}),
   });
   return replyOf(result);

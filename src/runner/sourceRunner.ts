@@ -30,6 +30,8 @@ export interface RunRequest {
   readonly delivery?: Delivery;
   /** Its id was minted for that one record (see RecordRun.uniqueToRecord). */
   readonly uniqueToRecord?: boolean;
+  /** It came in no bus record (see RecordRun.local). */
+  readonly local?: boolean;
 }
 
 export interface RunResult {
@@ -275,6 +277,7 @@ export class SourceRunner {
       ...(request.chain ? { chain: request.chain } : {}),
       ...(request.delivery ? { delivery: request.delivery } : {}),
       ...(request.uniqueToRecord ? { uniqueToRecord: true } : {}),
+      ...(request.local ? { local: true } : {}),
     };
   }
 

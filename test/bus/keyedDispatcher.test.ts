@@ -8,6 +8,11 @@ function record(offset: number, key: string, value = `${key}@${offset}`): BusRec
   return { topic: "t", partition: 0, offset: String(offset), key, value: Buffer.from(value), headers: {}, timestamp: 0 };
 }
 
+/** A record handed over in this process, not read from the partition (Bus.offerLocally). */
+function local(key: string, value = `${key}@local`): BusRecord {
+  return { topic: "t", partition: 0, offset: "-1", key, value: Buffer.from(value), headers: {}, timestamp: 0, local: true };
+}
+
 function deferred(): { promise: Promise<void>; resolve: () => void; reject: (error: unknown) => void } {
   let resolve!: () => void;
   let reject!: (error: unknown) => void;
@@ -313,6 +318,66 @@ describe("keyed dispatcher", () => {
     h.running("b").done.resolve();
     await until(() => next.calls.length === 3, "b once its old call settled");
     next.dispatcher.abandon();
+  });
+
+  it("a local record joins its key's queue behind what was read, runs with the key's calls, and is no part of the commits", async () => {
+    const h = new Harness({}, { start: 0n });
+    h.dispatcher.offer([record(0, "a")]);
+    await until(() => h.calls.length === 1, "a's first call");
+    expect(h.dispatcher.offerLocal(local("a"), () => expect.fail("no fallback for a record that ran"))).to.equal(true);
+    h.dispatcher.offer([record(1, "a")]);
+    // Queued while a's call runs: the local record first (it came first), then offset 1.
+    h.running("a").done.resolve();
+    await until(() => h.calls.length === 2, "a's second call");
+    expect(h.callsOf("a")).to.deep.equal([[0], [-1, 1]]);
+    expect(h.dispatcher.pending, "only offset 1 is held for the commit").to.equal(1);
+    expect(h.dispatcher.backlog.records, "the backlog counts both").to.equal(2);
+    h.running("a").done.resolve();
+    await until(() => h.commits.at(-1) === 2n, "the commit past offset 1");
+    // A key with nothing read starts at once on a local record; its completion commits nothing.
+    const commits = h.commits.length;
+    h.dispatcher.offerLocal(local("b"), () => expect.fail("no fallback for a record that ran"));
+    await until(() => h.callsOf("b").length === 1, "b's call");
+    expect(h.calls.at(-1)!.offsets).to.deep.equal([-1]);
+    h.running("b").done.resolve();
+    await pause(30);
+    expect(h.commits).to.have.length(commits);
+    await h.dispatcher.stop();
+  });
+
+  it("a local record not done when the dispatcher stops goes back by its fallback, also out of a failed call; after abandon() one not yet in a call", async () => {
+    const h = new Harness({}, { start: 0n, retry: { initialMs: 60_000, maxMs: 60_000 } });
+    const fellBack: string[] = [];
+    h.dispatcher.offer([record(0, "a")]);
+    await until(() => h.calls.length === 1, "a's call");
+    h.dispatcher.offerLocal(local("a", "waiting"), () => fellBack.push("waiting"));
+    h.dispatcher.offerLocal(local("c", "failed"), () => fellBack.push("failed"));
+    await until(() => h.callsOf("c").length === 1, "c's call");
+    h.running("c").done.reject(new Error("down"));
+    await until(() => h.logged.length === 1, "c failed");
+    expect(h.logged[0].message).to.include("@local");
+    const stopping = h.dispatcher.stop();
+    h.running("a").done.resolve();
+    await stopping;
+    expect(fellBack.sort()).to.deep.equal(["failed", "waiting"]);
+    expect(h.callsOf("a"), "the waiting one did not run").to.deep.equal([[0]]);
+    expect(
+      h.dispatcher.offerLocal(local("a"), () => fellBack.push("late")),
+      "a stopped dispatcher takes none",
+    ).to.equal(false);
+    expect(fellBack).to.have.length(2);
+
+    // Abandoned (the partition was taken away): what waited goes back; what a call holds is the call's to answer.
+    const revoked = new Harness({}, { start: 0n });
+    revoked.dispatcher.offerLocal(local("b", "in a call"), () => fellBack.push("in a call"));
+    await until(() => revoked.calls.length === 1, "b's call");
+    revoked.dispatcher.offerLocal(local("b", "behind it"), () => fellBack.push("behind it"));
+    revoked.dispatcher.abandon();
+    expect(fellBack.slice(2)).to.deep.equal(["behind it"]);
+    revoked.running("b").done.resolve();
+    await revoked.dispatcher.stop();
+    expect(fellBack.slice(2), "nothing more at the stop").to.deep.equal(["behind it"]);
+    expect(revoked.calls, "the waiting one did not run here").to.have.length(1);
   });
 
   it("tries a failed commit again", async () => {

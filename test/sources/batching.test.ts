@@ -1,6 +1,12 @@
 import { expect } from "chai";
+import Database from "better-sqlite3";
+import path from "node:path";
 import { TestServer, type ApiClient } from "../harness/server.js";
 import { deploy, eventually, events, me, sleep, type EventSummary } from "./sourcesSupport.js";
+import kafkajs from "kafkajs";
+import { partitionForKey } from "../../src/bus/partition.js";
+import { sharedKafka } from "../harness/kafka.js";
+import { INVOCATION_PARTITIONS, INVOCATIONS_TOPIC } from "../../src/runner/invocations.js";
 
 // What running a source's waiting invocations as one batch (one sandbox entry, one append) keeps:
 // per-source order, this.db and dedupe going on from run to run, each run's own outcome and
@@ -286,6 +292,119 @@ describe("sources: batches under back-pressure and across a SIGKILL (real server
         after.map((e) => e.event.count),
         "this.db went on from the last recorded run",
       ).to.deep.equal(acknowledged.map((_, i) => i + 1));
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("sources: custom responses on the node that runs them (real server)", function () {
+  this.timeout(120_000);
+
+  /**
+   * Invocations ever written to the bus on `sourceId`'s partition: the partition's end in the bus
+   * file (retention deletes what was read), or its high watermark on Kafka in the scaled mode.
+   */
+  const queuedOnBus = async (server: TestServer, sourceId: string): Promise<number> => {
+    const partition = partitionForKey(sourceId, INVOCATION_PARTITIONS);
+    if (server.cluster) {
+      const { brokers } = await sharedKafka();
+      const admin = new kafkajs.Kafka({ clientId: "batching-test", brokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
+      await admin.connect();
+      try {
+        const ends = await admin.fetchTopicOffsets(`${server.cluster.busNamespace}.${INVOCATIONS_TOPIC}`);
+        return Number(ends.find((end) => end.partition === partition)!.high);
+      } finally {
+        await admin.disconnect();
+      }
+    }
+    const db = new Database(path.join(server.dataDir, "bus.db"), { readonly: true });
+    try {
+      const row = db
+        .prepare("SELECT next_offset AS n FROM bus_partitions WHERE topic = ? AND partition = ?")
+        .get(INVOCATIONS_TOPIC, partition) as { n: number } | undefined;
+      return row?.n ?? 0;
+    } finally {
+      db.close();
+    }
+  };
+
+  it("are run without being written to the bus; queued requests of another source on the same partition are", async () => {
+    const server = new TestServer({
+      env: { HEADWATER_ENDPOINT_BURST: "1000", HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000" },
+    });
+    await server.start();
+    try {
+      const client = server.client();
+      const responder = await deploy(client, RESPONDER);
+      const before = await queuedOnBus(server, responder.id);
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, async (_, i) => {
+          const r = await post(endpointOf(responder), { n: i });
+          return { status: r.status, body: await r.json() };
+        }),
+      );
+      answers.forEach((a, i) => expect(a).to.deep.equal({ status: 200, body: { n: i } }));
+      expect((await events(client, responder.id)).map((e) => e.event.n).sort((a, b) => a - b)).to.deep.equal(
+        Array.from({ length: 10 }, (_, i) => i),
+      );
+      expect(await queuedOnBus(server, responder.id), "no custom-response request went to the bus").to.equal(before);
+      // The control: a queued source's requests are written to the bus (deployed until one shares the partition).
+      let counter = await deploy(client, COUNTER);
+      while (partitionForKey(counter.id, INVOCATION_PARTITIONS) !== partitionForKey(responder.id, INVOCATION_PARTITIONS)) {
+        counter = await deploy(client, COUNTER);
+      }
+      for (let n = 0; n < 3; n++) expect((await post(endpointOf(counter), { n })).status).to.equal(200);
+      expect(await queuedOnBus(server, responder.id)).to.equal(before + 3);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("a SIGKILL in the middle of a batch: every answered request's event exactly once, nothing run after the restart", async () => {
+    const server = new TestServer({
+      env: { HEADWATER_ENDPOINT_BURST: "1000", HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000" },
+    });
+    await server.start();
+    try {
+      let client = server.client();
+      const source = await deploy(client, RESPONDER);
+      const url = endpointOf(source);
+      // A held first run, then 30 requests at once (each run 100 ms) that wait for it and run as batches.
+      const holding = post(url, { n: 0, holdMs: 1000 });
+      await sleep(200);
+      const requests = Array.from({ length: 30 }, (_, i) =>
+        post(url, { n: i + 1, holdMs: 100 }).then(
+          async (r) => ({ n: i + 1, answered: r.status === 200 && ((await r.json()) as { n: number }).n === i + 1 }),
+          () => ({ n: i + 1, answered: false }),
+        ),
+      );
+      await sleep(800 + 1500); // the holding run is done; the batch of 30 (3 s) is half way
+      await server.kill();
+      const outcomes = [
+        await holding.then(
+          (r) => ({ n: 0, answered: r.status === 200 }),
+          () => ({ n: 0, answered: false }),
+        ),
+        ...(await Promise.all(requests)),
+      ];
+      const answered = outcomes.filter((o) => o.answered).map((o) => o.n);
+      expect(answered, "the held run was answered before the kill").to.include(0);
+      expect(answered.length, "the kill came before every request was answered").to.be.lessThan(31);
+      await server.start();
+      client = server.client();
+      const recorded = await events(client, source.id);
+      await sleep(1500);
+      const after = (await events(client, source.id)).map((e) => e.event.n as number);
+      expect(after, "nothing ran after the restart: the unanswered requests were never queued").to.deep.equal(
+        recorded.map((e) => e.event.n),
+      );
+      expect(new Set(after).size, "no event twice").to.equal(after.length);
+      for (const n of answered) expect(after, `answered request ${n}`).to.include(n);
+      expect(
+        [...after].sort((a, b) => a - b),
+        "in order",
+      ).to.deep.equal(after);
     } finally {
       await server.stop();
     }

@@ -4,7 +4,7 @@
 // the partitions it wrote to, so nothing polls. For a member in keyed mode the worker reads ahead
 // into that member's KeyedDispatcher for the partition instead of delivering record by record.
 import { assignPartitions } from "./assignment.js";
-import { partitionKey } from "../partition.js";
+import { partitionForKey, partitionKey } from "../partition.js";
 import { MessageLog } from "./messageLog.js";
 import { Interrupter, Slots, interrupted } from "../interrupter.js";
 import { KeyedDispatcher } from "../keyedDispatcher.js";
@@ -146,6 +146,13 @@ class PartitionWorker {
     this.done = this.run();
   }
 
+  /** The dispatcher reading this partition for `member` now, if it still owns it (keyed mode). */
+  dispatcherOf(member: Member): KeyedDispatcher | undefined {
+    const keyed = this.keyed;
+    if (!keyed || keyed.owner !== member || member.stopped.fired || this.group.broker.closed) return undefined;
+    return this.group.ownerOf(this.topic, this.partition) === member ? keyed.dispatcher : undefined;
+  }
+
   wake(): void {
     const wakeup = this.wakeup;
     if (wakeup) {
@@ -282,6 +289,28 @@ export class Group {
     for (const worker of this.workers.values()) worker.wake();
   }
 
+  /** See Bus.offerLocally: to the dispatcher of one of `members` that reads the message's partition now. */
+  offerLocally(members: ReadonlySet<Member>, topic: string, message: OutgoingMessage, fallback: () => void): boolean {
+    const partitions = this.broker.log.knownPartitions(topic);
+    if (partitions === undefined) return false;
+    const partition = partitionForKey(message.key, partitions);
+    const worker = this.workers.get(partitionKey(topic, partition));
+    const owner = this.ownerOf(topic, partition);
+    const dispatcher = owner && members.has(owner) ? worker?.dispatcherOf(owner) : undefined;
+    if (!dispatcher) return false;
+    const record: BusRecord = {
+      topic,
+      partition,
+      offset: "-1",
+      key: message.key,
+      value: typeof message.value === "string" ? Buffer.from(message.value) : message.value,
+      headers: message.headers ?? {},
+      timestamp: Date.now(),
+      local: true,
+    };
+    return dispatcher.offerLocal(record, fallback);
+  }
+
   private reassign(): void {
     const active = this.members.filter((member) => !member.stopped.fired);
     const topics = new Map<string, number>();
@@ -300,6 +329,11 @@ export class EmbeddedBroker {
 
   get closed(): boolean {
     return this.closedFlag;
+  }
+
+  /** The group, if any member ever joined it in this process. */
+  existingGroup(id: string): Group | undefined {
+    return this.groups.get(id);
   }
 
   group(id: string): Group {

@@ -96,6 +96,11 @@ class EmbeddedBus implements Bus {
     };
   }
 
+  offerLocally(groupId: string, topic: string, message: OutgoingMessage, fallback: () => void): boolean {
+    if (this.closed) return false;
+    return this.broker.existingGroup(groupId)?.offerLocally(this.members, topic, message, fallback) ?? false;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -123,6 +123,11 @@ export class MessageLog {
     for (const { name, partitions } of this.statements.topics.all()) this.partitionCounts.set(name, partitions);
   }
 
+  /** The topic's partition count, or undefined for a topic not created. */
+  knownPartitions(topic: string): number | undefined {
+    return this.partitionCounts.get(topic);
+  }
+
   partitions(topic: string): number {
     const count = this.partitionCounts.get(topic);
     if (count === undefined) throw new UnknownTopicError(topic);

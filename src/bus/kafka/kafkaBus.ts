@@ -148,6 +148,7 @@ class KafkaBus implements Bus {
     );
     this.consumers.add(consumer);
     try {
+      if (mode.keyed) await consumer.learnPartitionCounts();
       await consumer.start();
     } catch (error) {
       this.consumers.delete(consumer);
@@ -160,6 +161,12 @@ class KafkaBus implements Bus {
         this.consumers.delete(consumer);
       },
     };
+  }
+
+  offerLocally(groupId: string, topic: string, message: OutgoingMessage, fallback: () => void): boolean {
+    if (this.closed) return false;
+    for (const consumer of this.consumers) if (consumer.offerLocally(groupId, topic, message, fallback)) return true;
+    return false;
   }
 
   async close(): Promise<void> {
@@ -391,12 +398,50 @@ class KafkaConsumer {
   private readonly ends = new Map<string, bigint>();
   private readonly endsTimer: NodeJS.Timeout | undefined;
 
+  /** Keyed mode: the partitions of the last assignment, by partitionKey. */
+  private owned: ReadonlySet<string> = new Set();
+  /** Keyed mode: each subscribed topic's partition count, as last asked of the cluster (for offerLocally). */
+  private readonly partitionCounts = new Map<string, number>();
+
+  /** Keyed mode: asks the cluster how many partitions each subscribed topic has. */
+  async learnPartitionCounts(): Promise<void> {
+    for (const topic of this.options.topics) this.partitionCounts.set(topic, (await this.topicEnds(topic)).length);
+  }
+
+  /**
+   * See Bus.offerLocally: to this member's dispatcher of the message's partition, if it is of
+   * `groupId` and was assigned that partition (made now if nothing was fetched from it yet).
+   */
+  offerLocally(groupId: string, topic: string, message: OutgoingMessage, fallback: () => void): boolean {
+    if (!this.keyed || groupId !== this.options.groupId || this.stopped.fired) return false;
+    const count = this.partitionCounts.get(topic);
+    if (count === undefined || count < 1) return false;
+    const partition = partitionForKey(message.key, count);
+    if (!this.owned.has(partitionKey(topic, partition))) return false;
+    return this.dispatcherFor(topic, partition).offerLocal(
+      {
+        topic,
+        partition,
+        offset: "-1",
+        key: message.key,
+        value: toBuffer(message.value),
+        headers: { ...message.headers },
+        timestamp: Date.now(),
+        local: true,
+      },
+      fallback,
+    );
+  }
+
   private async refreshEnds(): Promise<void> {
     // partitionKey is "<partition>:<topic>".
     const topics = new Set([...this.dispatchers.keys()].map((key) => key.slice(key.indexOf(":") + 1)));
     for (const topic of topics) {
       try {
-        for (const { partition, high } of await this.topicEnds(topic)) this.ends.set(partitionKey(topic, partition), BigInt(high));
+        const ends = await this.topicEnds(topic);
+        // A topic given more partitions re-keys its records: local offers follow the producer's count.
+        this.partitionCounts.set(topic, ends.length);
+        for (const { partition, high } of ends) this.ends.set(partitionKey(topic, partition), BigInt(high));
       } catch {
         // Only the lag metric is late; the next fetch or refresh sets it.
       }
@@ -526,6 +571,7 @@ class KafkaConsumer {
     const sameMember = memberId === this.memberId;
     this.memberId = memberId;
     const owned = new Set(Object.entries(assignment).flatMap(([topic, partitions]) => partitions.map((p) => partitionKey(topic, p))));
+    this.owned = owned;
     for (const [key, dispatcher] of this.dispatchers) {
       if (sameMember && owned.has(key)) {
         // A commit refused while the group rebalanced goes through now.

@@ -143,8 +143,17 @@ class KafkaBus implements Bus {
     await this.assertTopics(options.topics);
     const startAt =
       options.fromBeginning === false ? await this.endsOfUncommitted(options.groupId, options.topics) : new Map<string, string>();
-    const consumer = new KafkaConsumer(this.kafka, this.options, options, mode.keyed, startAt, this.log, async (topic) =>
-      (await this.admin.connected()).fetchTopicOffsets(topic),
+    const admin = () => this.admin.connected();
+    const consumer = new KafkaConsumer(
+      this.kafka,
+      this.options,
+      options,
+      mode.keyed,
+      startAt,
+      this.log,
+      async (topic) => (await admin()).fetchTopicOffsets(topic),
+      // From the metadata (no leader needed, unlike the offsets): asked while the topic may still be electing one.
+      async (topic) => (await (await admin()).fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions.length ?? 0,
     );
     this.consumers.add(consumer);
     try {
@@ -384,6 +393,8 @@ class KafkaConsumer {
     private readonly log: BusLog,
     /** The end (high watermark) of each partition of a topic, asked of the cluster. */
     private readonly topicEnds: (topic: string) => Promise<{ partition: number; high: string }[]>,
+    /** How many partitions a topic has, asked of the cluster. */
+    private readonly partitionCount: (topic: string) => Promise<number>,
   ) {
     this.heartbeatIntervalMs = bus.heartbeatIntervalMs ?? 1000;
     this.consumer = this.newConsumer();
@@ -403,9 +414,18 @@ class KafkaConsumer {
   /** Keyed mode: each subscribed topic's partition count, as last asked of the cluster (for offerLocally). */
   private readonly partitionCounts = new Map<string, number>();
 
-  /** Keyed mode: asks the cluster how many partitions each subscribed topic has. */
+  /**
+   * Keyed mode: asks the cluster how many partitions each subscribed topic has. Without an answer
+   * nothing is offered locally on the topic until the next refresh of the ends sets it.
+   */
   async learnPartitionCounts(): Promise<void> {
-    for (const topic of this.options.topics) this.partitionCounts.set(topic, (await this.topicEnds(topic)).length);
+    for (const topic of this.options.topics) {
+      try {
+        this.partitionCounts.set(topic, await this.partitionCount(topic));
+      } catch (error) {
+        this.log({ level: "warn", message: `could not learn the partitions of ${topic}; requests to it go over the bus for now`, error });
+      }
+    }
   }
 
   /**

@@ -68,6 +68,20 @@ const endpointOf = (source: any): string => source.configured_props.http.endpoin
 const post = (url: string, body: unknown) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
+/** The endpoints' token bucket out of the way: the bursts below are the point of these tests. */
+const OPEN_ENDPOINTS = { HEADWATER_ENDPOINT_BURST: "1000", HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000" };
+
+/** A server of its own for one test (these kill and restart it), stopped however the test ends. */
+async function withServer(test: (server: TestServer) => Promise<void>): Promise<void> {
+  const server = new TestServer({ env: OPEN_ENDPOINTS });
+  await server.start();
+  try {
+    await test(server);
+  } finally {
+    await server.stop();
+  }
+}
+
 /** Holds the source with a slow first run, then sends `bodies` one after another (in order) while it runs. */
 async function burst(url: string, holdMs: number, bodies: unknown[]): Promise<number[]> {
   const first = await post(url, { n: 0, holdMs });
@@ -218,7 +232,7 @@ describe("sources: batches under back-pressure and across a SIGKILL (real server
 
   it("past a source's backlog the endpoint answers 429 with Retry-After; every admitted request runs once", async () => {
     const server = new TestServer({
-      env: { HEADWATER_SOURCE_BACKLOG: "10", HEADWATER_ENDPOINT_BURST: "1000", HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000" },
+      env: { HEADWATER_SOURCE_BACKLOG: "10", ...OPEN_ENDPOINTS },
     });
     await server.start();
     try {
@@ -260,10 +274,8 @@ describe("sources: batches under back-pressure and across a SIGKILL (real server
     }
   });
 
-  it("a SIGKILL in the middle of a batch: after the restart, exactly one event per acknowledged request", async () => {
-    const server = new TestServer({ env: { HEADWATER_ENDPOINT_BURST: "1000", HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000" } });
-    await server.start();
-    try {
+  it("a SIGKILL in the middle of a batch: after the restart, exactly one event per acknowledged request", () =>
+    withServer(async (server) => {
       let client = server.client();
       const source = await deploy(client, COUNTER);
       const url = endpointOf(source);
@@ -292,10 +304,7 @@ describe("sources: batches under back-pressure and across a SIGKILL (real server
         after.map((e) => e.event.count),
         "this.db went on from the last recorded run",
       ).to.deep.equal(acknowledged.map((_, i) => i + 1));
-    } finally {
-      await server.stop();
-    }
-  });
+    }));
 });
 
 describe("sources: custom responses on the node that runs them (real server)", function () {
@@ -329,12 +338,8 @@ describe("sources: custom responses on the node that runs them (real server)", f
     }
   };
 
-  it("are run without being written to the bus; queued requests of another source on the same partition are", async () => {
-    const server = new TestServer({
-      env: { HEADWATER_ENDPOINT_BURST: "1000", HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000" },
-    });
-    await server.start();
-    try {
+  it("are run without being written to the bus; queued requests of another source on the same partition are", () =>
+    withServer(async (server) => {
       const client = server.client();
       const responder = await deploy(client, RESPONDER);
       const before = await queuedOnBus(server, responder.id);
@@ -356,17 +361,10 @@ describe("sources: custom responses on the node that runs them (real server)", f
       }
       for (let n = 0; n < 3; n++) expect((await post(endpointOf(counter), { n })).status).to.equal(200);
       expect(await queuedOnBus(server, responder.id)).to.equal(before + 3);
-    } finally {
-      await server.stop();
-    }
-  });
+    }));
 
-  it("a SIGKILL in the middle of a batch: every answered request's event exactly once, nothing run after the restart", async () => {
-    const server = new TestServer({
-      env: { HEADWATER_ENDPOINT_BURST: "1000", HEADWATER_ENDPOINT_RATE_PER_SECOND: "1000" },
-    });
-    await server.start();
-    try {
+  it("a SIGKILL in the middle of a batch: every answered request's event exactly once, nothing run after the restart", () =>
+    withServer(async (server) => {
       let client = server.client();
       const source = await deploy(client, RESPONDER);
       const url = endpointOf(source);
@@ -405,8 +403,5 @@ describe("sources: custom responses on the node that runs them (real server)", f
         [...after].sort((a, b) => a - b),
         "in order",
       ).to.deep.equal(after);
-    } finally {
-      await server.stop();
-    }
-  });
+    }));
 });

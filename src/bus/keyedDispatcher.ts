@@ -4,7 +4,7 @@
 // prefix). See KeyedConsumeOptions in bus.ts for the semantics it implements.
 import { Interrupter, interrupted } from "./interrupter.js";
 import { retryDelay } from "./retry.js";
-import type { BusLog, BusRecord, ResolvedKeyedOptions, RetryPolicy } from "./bus.js";
+import type { BusLog, BusRecord, OutgoingMessage, ResolvedKeyedOptions, RetryPolicy } from "./bus.js";
 
 export interface KeyedDispatcherOptions {
   readonly groupId: string;
@@ -204,8 +204,19 @@ export class KeyedDispatcher {
    * before the record was handed to a call; a call that runs it may still answer it then. A crash
    * loses it with the process, as its requester. False, and nothing taken, once the dispatcher stops.
    */
-  offerLocal(record: BusRecord, fallback: () => void): boolean {
+  offerLocal(message: OutgoingMessage, fallback: () => void): boolean {
     if (this.stopping.fired) return false;
+    const { topic, partition } = this.options;
+    const record: BusRecord = {
+      topic,
+      partition,
+      offset: "-1",
+      key: message.key,
+      value: typeof message.value === "string" ? Buffer.from(message.value) : message.value,
+      headers: { ...message.headers },
+      timestamp: Date.now(),
+      local: true,
+    };
     const entry: Entry = { offset: -1n, bytes: record.value.length, record, done: false, fallback };
     this.localEntries.add(entry);
     const state = this.keyState(record.key);

@@ -1,16 +1,16 @@
 // The per-key dispatcher both adapters use for keyed consumption: ordering, batching, bounds,
 // retries, and the contiguous-prefix commit, driven directly with records and a recording commit.
 import { expect } from "chai";
-import { keyedDefaults, type BusLogEntry, type BusRecord, type ResolvedKeyedOptions } from "../../src/bus/bus.js";
+import { keyedDefaults, type BusLogEntry, type BusRecord, type OutgoingMessage, type ResolvedKeyedOptions } from "../../src/bus/bus.js";
 import { KeyedDispatcher, type KeyedDispatcherOptions } from "../../src/bus/keyedDispatcher.js";
 
 function record(offset: number, key: string, value = `${key}@${offset}`): BusRecord {
   return { topic: "t", partition: 0, offset: String(offset), key, value: Buffer.from(value), headers: {}, timestamp: 0 };
 }
 
-/** A record handed over in this process, not read from the partition (Bus.offerLocally). */
-function local(key: string, value = `${key}@local`): BusRecord {
-  return { topic: "t", partition: 0, offset: "-1", key, value: Buffer.from(value), headers: {}, timestamp: 0, local: true };
+/** A message handed over in this process, not read from the partition (Bus.offerLocally). */
+function local(key: string, value = `${key}@local`): OutgoingMessage {
+  return { key, value };
 }
 
 function deferred(): { promise: Promise<void>; resolve: () => void; reject: (error: unknown) => void } {

@@ -297,18 +297,7 @@ export class Group {
     const worker = this.workers.get(partitionKey(topic, partition));
     const owner = this.ownerOf(topic, partition);
     const dispatcher = owner && members.has(owner) ? worker?.dispatcherOf(owner) : undefined;
-    if (!dispatcher) return false;
-    const record: BusRecord = {
-      topic,
-      partition,
-      offset: "-1",
-      key: message.key,
-      value: typeof message.value === "string" ? Buffer.from(message.value) : message.value,
-      headers: message.headers ?? {},
-      timestamp: Date.now(),
-      local: true,
-    };
-    return dispatcher.offerLocal(record, fallback);
+    return dispatcher?.offerLocal(message, fallback) ?? false;
   }
 
   private reassign(): void {

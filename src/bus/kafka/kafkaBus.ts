@@ -438,19 +438,7 @@ class KafkaConsumer {
     if (count === undefined || count < 1) return false;
     const partition = partitionForKey(message.key, count);
     if (!this.owned.has(partitionKey(topic, partition))) return false;
-    return this.dispatcherFor(topic, partition).offerLocal(
-      {
-        topic,
-        partition,
-        offset: "-1",
-        key: message.key,
-        value: toBuffer(message.value),
-        headers: { ...message.headers },
-        timestamp: Date.now(),
-        local: true,
-      },
-      fallback,
-    );
+    return this.dispatcherFor(topic, partition).offerLocal(message, fallback);
   }
 
   private async refreshEnds(): Promise<void> {

@@ -69,8 +69,10 @@ async function httpEvent(ctx: Context, raw: Buffer, subPath: string): Promise<Ht
   return {
     method: ctx.method,
     path: subPath,
-    query: { ...(ctx.query as Record<string, string | string[]>) },
-    headers: Object.fromEntries(Object.entries(ctx.request.headers).map(([k, v]) => [k.toLowerCase(), v ?? ""])),
+    // Most webhook calls carry no query string: nothing to parse then.
+    query: ctx.querystring === "" ? {} : { ...(ctx.query as Record<string, string | string[]>) },
+    // Node gives the names lowercased and no value undefined: a plain copy is the event's own object.
+    headers: { ...ctx.req.headers } as Record<string, string | string[]>,
     bodyRaw: text,
     body: body === undefined ? {} : body,
   };

@@ -1,3 +1,4 @@
+import http from "node:http";
 import { expect } from "chai";
 import { TestServer, type ApiClient } from "../harness/server.js";
 import { eventually } from "../harness/receiver.js";
@@ -68,6 +69,27 @@ describe("sources: the HTTP interface (real server)", function () {
     });
     expect(e.headers["x-custom-header"]).to.equal("Value");
     expect(e.headers["content-type"]).to.equal("application/json");
+  });
+
+  it("no query string is an empty query; repeated headers arrive joined, Set-Cookie as a list", async () => {
+    const count = (await admin.get(`/v1/sources/${payloadId}/event_summaries`)).body.page_info.total_count;
+    // node:http, not fetch: fetch would merge the repeated headers before sending them.
+    const status = await new Promise<number>((resolve, reject) => {
+      const request = http.request(payloadUrl, {
+        method: "POST",
+        headers: { "X-Repeated": ["one", "two"], "Set-Cookie": ["a=1", "b=2"], "content-type": "application/json" },
+      });
+      request.on("response", (response) => (response.resume(), resolve(response.statusCode ?? 0)));
+      request.on("error", reject);
+      request.end('{"n":1}');
+    });
+    expect(status).to.equal(200);
+    const e = (await newest(payloadId, count)).event;
+    expect(e.query).to.deep.equal({});
+    expect(e.headers["x-repeated"]).to.equal("one, two");
+    expect(e.headers["set-cookie"]).to.deep.equal(["a=1", "b=2"]);
+    expect(Object.keys(e.headers).every((name) => name === name.toLowerCase())).to.equal(true);
+    expect(e.body).to.deep.equal({ n: 1 });
   });
 
   it("parses form-encoded and multipart bodies; other bodies arrive as text", async () => {

@@ -174,6 +174,19 @@ describe("sources: the HTTP interface (real server)", function () {
     expect(r.headers.get("access-control-allow-headers")).to.include("x-thing");
   });
 
+  it("other requests' answers carry the CORS headers, errors' too", async () => {
+    const queued = await fetch(payloadUrl, { method: "POST", headers: { origin: "https://app.example" }, body: "x" });
+    expect(queued.status).to.equal(200);
+    const custom = await fetch(`${echoUrl}?status=201`, { headers: { origin: "https://app.example" } });
+    expect(custom.status).to.equal(201);
+    const unknown = await fetch(`${server.url}/e/${"b".repeat(24)}`, { method: "POST", body: "x" });
+    expect(unknown.status).to.equal(404);
+    for (const r of [queued, custom, unknown]) {
+      expect(r.headers.get("access-control-allow-origin")).to.equal("*");
+      expect(r.headers.get("vary")).to.match(/\bOrigin\b/);
+    }
+  });
+
   it("unknown endpoints are 404, bodies over 512 KB are 413", async () => {
     const unknown = await fetch(`${server.url}/e/${"a".repeat(24)}`, { method: "POST", body: "x" });
     expect(unknown.status).to.equal(404);

@@ -4,7 +4,7 @@
 // prefix). See KeyedConsumeOptions in bus.ts for the semantics it implements.
 import { Interrupter, interrupted } from "./interrupter.js";
 import { retryDelay } from "./retry.js";
-import type { BusLog, BusRecord, OutgoingMessage, ResolvedKeyedOptions, RetryPolicy } from "./bus.js";
+import { toBuffer, type BusLog, type BusRecord, type OutgoingMessage, type ResolvedKeyedOptions, type RetryPolicy } from "./bus.js";
 
 export interface KeyedDispatcherOptions {
   readonly groupId: string;
@@ -212,7 +212,7 @@ export class KeyedDispatcher {
       partition,
       offset: "-1",
       key: message.key,
-      value: typeof message.value === "string" ? Buffer.from(message.value) : message.value,
+      value: toBuffer(message.value),
       headers: { ...message.headers },
       timestamp: Date.now(),
       local: true,

@@ -20,6 +20,8 @@ export interface HostBridge {
   db(key: string, json: string | undefined): { name: string; message: string } | null;
   /** Synchronous host operations: hashes, HMAC, random bytes, URL parsing. */
   sync(op: string, args: unknown): SyncResult;
+  /** Fire-and-forget like log: reaches the host after every callback made before it. */
+  flushed(): void;
 }
 
 export const BRIDGE_GLOBALS = {
@@ -31,6 +33,7 @@ export const BRIDGE_GLOBALS = {
   timer: "__hw_bridge_timer",
   db: "__hw_bridge_db",
   sync: "__hw_bridge_sync",
+  flushed: "__hw_bridge_flushed",
 } as const;
 
 export function takeBridge(): HostBridge {

@@ -10,7 +10,7 @@
 // (bench/results/runtime.md). The prelude bundle turns each `require` below into a module run
 // on its first call, once (an `import` would run the module when the prelude starts).
 /* eslint-disable @typescript-eslint/no-require-imports -- see above: require is what makes a module lazy in the bundle */
-import { setBridge, takeBridge } from "./bridge.js";
+import { host, setBridge, takeBridge } from "./bridge.js";
 import { exportedComponent, isRecord, type AnyRecord } from "./component.js";
 import { sandboxConsole } from "./console.js";
 import { describeComponent } from "./describe.js";
@@ -213,4 +213,9 @@ function dispatch(kind: string, id: number, payload: unknown): void {
   else if (kind === "http") settleHttp(id, payload as Parameters<typeof settleHttp>[1]);
 }
 
-defineGlobal("__hw_entry", { load, invoke: invokeEntry, dispatch });
+/** Answers through the fire-and-forget bridge, behind every callback made before it (see IsolateSlot.invoke). */
+function flush(): void {
+  host().flushed();
+}
+
+defineGlobal("__hw_entry", { load, invoke: invokeEntry, dispatch, flush });

@@ -5,7 +5,7 @@
 // Trusted code: it reads the isolate's proposals (isolateResults.ts) and decides the outcome.
 import type { HttpResponse, InvocationError, LogLine } from "../types.js";
 import { IsolateResultError, readRunResult } from "./isolateResults.js";
-import { IsolateSlot, InvocationRecord, SharedIsolate, type SlotEnv } from "./isolateSlot.js";
+import { IsolateSlot, InvocationRecord, SharedIsolate, SyncSliceExceeded, type SlotEnv } from "./isolateSlot.js";
 import {
   ProtocolError,
   readHostMessage,
@@ -262,13 +262,48 @@ async function runBatch(msg: InvokeBatchRequest): Promise<void> {
   send({ type: "batch-result", id: msg.id, items: answers });
 }
 
+/**
+ * How long a run's synchronous part may hold this thread when it enters its isolate here rather
+ * than on isolated-vm's pool (IsolateSlot.invoke). A run past it is run again on the pool.
+ */
+const SYNC_SLICE_MS = 20;
+/** Sources (slot keys) of a run that went past SYNC_SLICE_MS: theirs go to the pool directly. */
+const poolOnly = new Set<string>();
+const MAX_POOL_ONLY = 10_000;
+
 async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "need-bundle"> {
-  if (!env) throw new Error("runner not initialised");
   const started = process.hrtime.bigint();
   const slotKey = `${msg.ownerId}\u0000${msg.sourceId}`;
+  if (!poolOnly.has(slotKey)) {
+    const outcome = await executeOnce(msg, sink, started, true);
+    if (outcome !== "again") return outcome;
+    // It computed too long to hold this thread: run it again, from its start, where nothing waits on it.
+    if (poolOnly.size >= MAX_POOL_ONLY) poolOnly.delete(poolOnly.values().next().value as string);
+    poolOnly.add(slotKey);
+  }
+  const outcome = await executeOnce(msg, sink, started, false);
+  if (outcome === "again") throw new Error("a run on the pool was sent back to be run again");
+  return outcome;
+}
+
+/**
+ * Runs one invocation in its slot, within what is left of its time since `started`. With
+ * `enterHere`, the run's synchronous part may execute on this thread; when it goes past
+ * SYNC_SLICE_MS it is stopped, its context and everything it did so far discarded, and "again"
+ * answered.
+ */
+async function executeOnce(
+  msg: RunInput,
+  sink: RunSink,
+  started: bigint,
+  enterHere: boolean,
+): Promise<WorkerOutcome | "need-bundle" | "again"> {
+  if (!env) throw new Error("runner not initialised");
+  const slotKey = `${msg.ownerId}\u0000${msg.sourceId}`;
+  const leftMs = (): number => msg.timeoutMs - Number(process.hrtime.bigint() - started) / 1e6;
   const rec = new InvocationRecord(
     msg.id,
-    Date.now() + msg.timeoutMs,
+    Date.now() + Math.max(0, leftMs()),
     msg.db,
     env.limits.maxDbBytes,
     (line) => sink.log(line),
@@ -293,7 +328,7 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
   // A timer may fire up to a millisecond before its delay has passed (it counts from the event loop's
   // cached clock); the run is stopped only once it has really had its whole time.
   const stopWhenDue = (): void => {
-    const left = msg.timeoutMs - Number(process.hrtime.bigint() - started) / 1e6;
+    const left = leftMs();
     if (left > 0) {
       timer = setTimeout(stopWhenDue, Math.ceil(left));
       return;
@@ -301,9 +336,10 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
     rec.timedOut = true;
     active?.dispose();
   };
-  let timer = setTimeout(stopWhenDue, msg.timeoutMs);
+  let timer = setTimeout(stopWhenDue, Math.max(0, Math.ceil(leftMs())));
   let cpuStart = 0n;
   let needBundle = false;
+  let again = false;
   let droppedInIsolate = 0;
   const outcome: WorkerOutcome = { ok: false, emits: [], dbChanged: false, droppedLogLines: 0, cpuMs: 0, wallMs: 0, warm };
   try {
@@ -332,7 +368,8 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
       touch(slotKey, active);
       cpuStart = active.cpuTimeNs();
     }
-    const proposed = await active.invoke(msg.payload, msg.db);
+    const left = leftMs();
+    const proposed = await active.invoke(msg.payload, msg.db, enterHere && left > SYNC_SLICE_MS ? SYNC_SLICE_MS : undefined);
     await active.settleDispatches();
     const r = readRunResult(proposed, env.limits);
     outcome.ok = r.ok;
@@ -342,6 +379,10 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
     if (r.exited) outcome.exited = r.exited;
     droppedInIsolate = r.droppedLogLines;
   } catch (err) {
+    if (err instanceof SyncSliceExceeded) {
+      again = true;
+      return "again";
+    }
     outcome.ok = false;
     outcome.error = classify(err, rec, active, msg.timeoutMs, msg.memoryMb);
     // A return value over a limit is the component's doing; anything else leaves the isolate suspect.
@@ -351,14 +392,18 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
     }
   } finally {
     clearTimeout(timer);
-    if (active) {
+    if (again) {
+      // Nothing of the stopped part is kept: the callbacks it queued find no invocation any more.
+      active?.release();
+      if (slots.get(slotKey) === active) slots.delete(slotKey);
+    } else if (active) {
       // A disposed isolate reports no CPU time any more.
       outcome.cpuMs = Math.max(0, Number(active.cpuTimeNs() - cpuStart) / 1e6);
       active.endInvocation();
       if (active.disposed && slots.get(slotKey) === active) slots.delete(slotKey);
     }
     // A violation seen on the trusted side decides, whatever the isolate reported (it came first).
-    if (rec.violation) {
+    if (!again && rec.violation) {
       // A proposal no honest prelude makes: the isolate's built-ins cannot be trusted any more.
       if (rec.violation.code === "SANDBOX_CORRUPTED" && active) {
         active.dispose();

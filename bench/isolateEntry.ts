@@ -38,8 +38,9 @@ async function main(): Promise<void> {
   const results = new Map<string, { wall: number[]; cpu: number[] }>();
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, call] of Object.entries(forms)) {
-      const runs = N;
-      const calls = name.includes("batch") ? N / BATCH : N;
+      const batched = name.includes("batch");
+      const calls = batched ? Math.ceil(N / BATCH) : N;
+      const runs = batched ? calls * BATCH : N;
       const cpu0 = process.cpuUsage();
       const t0 = process.hrtime.bigint();
       for (let i = 0; i < calls; i++) await call();

@@ -85,6 +85,9 @@ interface CompiledScripts {
 /** Every async call into an isolate of this process goes through it (see isolateGate.ts). */
 const isolateCalls = new IsolateCallGate();
 
+/** Why a flush is never answered: its context or isolate ended first. */
+const STOPPED_BEFORE_CALLBACKS = "the sandbox was stopped before its callbacks arrived";
+
 /** What isolated-vm throws when a synchronous call runs past its `timeout`. */
 const SYNC_TIMEOUT_MESSAGE = "Script execution timed out.";
 
@@ -279,7 +282,7 @@ export class IsolateSlot {
 
   /** Its flushes will never be answered (the context or its isolate ended). */
   failFlushes(): void {
-    for (const waiter of this.flushes.splice(0)) waiter.reject(new Error("the sandbox was stopped before its callbacks arrived"));
+    for (const waiter of this.flushes.splice(0)) waiter.reject(new Error(STOPPED_BEFORE_CALLBACKS));
   }
 
   stopTimers(): void {
@@ -408,7 +411,7 @@ export class IsolateSlot {
   /** Resolves once every callback the context made before now has been handled here. */
   private flush(): Promise<void> {
     const ref = this.flushRef;
-    if (!ref || this.disposed) return Promise.reject(new Error("the sandbox was stopped before its callbacks arrived"));
+    if (!ref || this.disposed) return Promise.reject(new Error(STOPPED_BEFORE_CALLBACKS));
     return new Promise<void>((resolve, reject) => {
       this.flushes.push({ resolve, reject });
       try {

@@ -275,13 +275,13 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
   const started = process.hrtime.bigint();
   const slotKey = `${msg.ownerId}\u0000${msg.sourceId}`;
   if (!poolOnly.has(slotKey)) {
-    const outcome = await executeOnce(msg, sink, started, true);
+    const outcome = await executeOnce(msg, sink, slotKey, started, true);
     if (outcome !== "again") return outcome;
     // It computed too long to hold this thread: run it again, from its start, where nothing waits on it.
     if (poolOnly.size >= MAX_POOL_ONLY) poolOnly.delete(poolOnly.values().next().value as string);
     poolOnly.add(slotKey);
   }
-  const outcome = await executeOnce(msg, sink, started, false);
+  const outcome = await executeOnce(msg, sink, slotKey, started, false);
   if (outcome === "again") throw new Error("a run on the pool was sent back to be run again");
   return outcome;
 }
@@ -295,11 +295,11 @@ async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "n
 async function executeOnce(
   msg: RunInput,
   sink: RunSink,
+  slotKey: string,
   started: bigint,
   enterHere: boolean,
 ): Promise<WorkerOutcome | "need-bundle" | "again"> {
   if (!env) throw new Error("runner not initialised");
-  const slotKey = `${msg.ownerId}\u0000${msg.sourceId}`;
   const leftMs = (): number => msg.timeoutMs - Number(process.hrtime.bigint() - started) / 1e6;
   const rec = new InvocationRecord(
     msg.id,

@@ -6,6 +6,11 @@ export interface OutgoingMessage {
   readonly key: string;
   readonly value: Buffer | string;
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * What `value` encodes, as the publisher built it (JSON data). Only a hand-off in this process
+   * (Bus.offerLocally) carries it, to the record's `decoded`; a publish never writes it.
+   */
+  readonly decoded?: unknown;
 }
 
 export interface BusRecord {
@@ -23,6 +28,12 @@ export interface BusRecord {
    * is "-1" and it is never redelivered.
    */
   readonly local?: true;
+  /**
+   * A local record's value as its publisher built it (OutgoingMessage.decoded), so a handler in
+   * the same process need not parse `value`. The same object the publisher holds: read it, do not
+   * change it.
+   */
+  readonly decoded?: unknown;
 }
 
 export interface TopicSpec {

@@ -216,6 +216,7 @@ export class KeyedDispatcher {
       headers: { ...message.headers },
       timestamp: Date.now(),
       local: true,
+      ...(message.decoded !== undefined ? { decoded: message.decoded } : {}),
     };
     const entry: Entry = { offset: -1n, bytes: record.value.length, record, done: false, fallback };
     this.localEntries.add(entry);

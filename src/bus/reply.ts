@@ -24,9 +24,17 @@ export const replyHeaders = {
   deadline: "reply-deadline",
 } as const;
 
-export interface Reply {
-  readonly value: Buffer;
-  readonly headers: Readonly<Record<string, string>>;
+/**
+ * A reply as the requester gets it: the bytes that came over the bus, or, answered by a responder
+ * in this process (answerRequest), the answer itself, never encoded. Read it with `replyJson`.
+ */
+export type Reply =
+  | { readonly value: Buffer; readonly headers: Readonly<Record<string, string>> }
+  | { readonly decoded: unknown; readonly headers: Readonly<Record<string, string>> };
+
+/** A JSON reply's value, whichever way it came. */
+export function replyJson(reply: Reply): unknown {
+  return "decoded" in reply ? reply.decoded : (JSON.parse(reply.value.toString("utf8")) as unknown);
 }
 
 export interface OutgoingReply {
@@ -63,8 +71,8 @@ export interface ReplyChannel {
   /**
    * Publishes the request and resolves with its reply; rejects with ReplyTimeoutError. With
    * `localGroup`, a request whose partition that group's consumer on this node reads is handed to
-   * it without the bus (Bus.offerLocally): the reply is the request's only acknowledgment, so it
-   * needs to be no more durable than the requester.
+   * it without the bus (Bus.offerLocally), with the message's `decoded`: the reply is the request's
+   * only acknowledgment, so it needs to be no more durable than the requester.
    */
   request(topic: string, message: OutgoingMessage, options?: { timeoutMs?: number; localGroup?: string }): Promise<Reply>;
   /** Stops listening; requests still waiting reject with BusClosedError. */
@@ -142,7 +150,8 @@ export async function openReplyChannel(options: ReplyChannelOptions): Promise<Re
       const { localGroup } = requestOptions;
       // Handed back by a consumer that let the partition go: published, unless it was answered meanwhile.
       const fallback = (): void => void (pending.has(correlationId) && publish());
-      if (localGroup === undefined || !bus.offerLocally?.(localGroup, topic, outgoing, fallback)) await publish();
+      const local = message.decoded === undefined ? outgoing : { ...outgoing, decoded: message.decoded };
+      if (localGroup === undefined || !bus.offerLocally?.(localGroup, topic, local, fallback)) await publish();
       return reply;
     },
     async close() {
@@ -157,15 +166,16 @@ export async function openReplyChannel(options: ReplyChannelOptions): Promise<Re
 /**
  * Answers a request record with a JSON reply, when it carries a reply address and its caller may
  * still wait (its deadline, plus a second for clocks): straight to a waiter of this node's own
- * channel, else over the bus. A record without a reply address is answered by nothing.
+ * channel, as the object itself (the requester must not change it either), else over the bus as
+ * JSON. A record without a reply address is answered by nothing.
  */
 export async function answerRequest(bus: Bus, replies: ReplyChannel, record: BusRecord, reply: unknown): Promise<void> {
   const replyTo = record.headers[replyHeaders.replyTo];
   const correlationId = record.headers[replyHeaders.correlationId];
   const deadline = Number(record.headers[replyHeaders.deadline] ?? "0");
   if (!replyTo || !correlationId || Date.now() > deadline + 1000) return;
+  if (replyTo === replies.topic && replies.deliverLocally(correlationId, { decoded: reply, headers: {} })) return;
   const value = Buffer.from(JSON.stringify(reply));
-  if (replyTo === replies.topic && replies.deliverLocally(correlationId, { value, headers: {} })) return;
   await bus.publish(replyTo, [{ key: correlationId, value, headers: { [replyHeaders.correlationId]: correlationId } }]);
 }
 

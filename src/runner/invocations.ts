@@ -1,5 +1,5 @@
 import type { Bus, BusConsumer, BusRecord } from "../bus/bus.js";
-import { answerRequest, type ReplyChannel } from "../bus/reply.js";
+import { answerRequest, replyJson, type ReplyChannel } from "../bus/reply.js";
 import type { HttpResponse, LogLine } from "../runtime/types.js";
 import type { RunTrigger } from "../../commands/runLogs/runLog.js";
 import type { Projector } from "../projector/projector.js";
@@ -69,10 +69,11 @@ export class InvocationQueue {
   async submitAndWait(message: InvocationMessage, timeoutMs: number): Promise<InvocationReply> {
     const reply = await this.replies.request(
       INVOCATIONS_TOPIC,
-      { key: message.sourceId, value: JSON.stringify(message) },
+      // Handed over locally, the runner reads `decoded` and the reply comes back as an object.
+      { key: message.sourceId, value: JSON.stringify(message), decoded: message },
       { timeoutMs, localGroup: RUNNERS_GROUP },
     );
-    return JSON.parse(reply.value.toString("utf8")) as InvocationReply;
+    return replyJson(reply) as InvocationReply;
   }
 }
 
@@ -271,7 +272,8 @@ export const PARK_AFTER_ATTEMPTS = 6;
 
 function readInvocation(record: BusRecord): InvocationMessage | undefined {
   try {
-    const message = parseJson(record.value.toString("utf8")) as InvocationMessage;
+    // Handed over in this process, the submitter's own object; else the bytes read off the bus.
+    const message = (record.decoded ?? parseJson(record.value.toString("utf8"))) as InvocationMessage;
     if (typeof message?.invocationId === "string" && typeof message.sourceId === "string") return message;
   } catch {
     // reported below

@@ -4,7 +4,7 @@
 // event on $errors in the seed's shape; its log beside them. Workflow runs travel on their own
 // topic, keyed by workflow id: one workflow's runs in order, workflows side by side.
 import type { Bus, BusConsumer, BusRecord } from "../bus/bus.js";
-import { answerRequest, type ReplyChannel } from "../bus/reply.js";
+import { answerRequest, replyJson, type ReplyChannel } from "../bus/reply.js";
 import type { HttpResponse, InvocationOutcome, LogLine } from "../runtime/types.js";
 import type { Projector } from "../projector/projector.js";
 import type { ComponentCache, LoadedComponent } from "../components/componentCache.js";
@@ -84,7 +84,7 @@ export class WorkflowRunQueue {
       { key: message.workflowId, value: JSON.stringify(message) },
       { timeoutMs },
     );
-    return JSON.parse(reply.value.toString("utf8")) as WorkflowRunReply;
+    return replyJson(reply) as WorkflowRunReply;
   }
 }
 

@@ -11,7 +11,7 @@ import kafkajs from "kafkajs";
 import { openEmbeddedBus } from "../../src/bus/embedded/index.js";
 import { openKafkaBus } from "../../src/bus/kafka/index.js";
 import { namespacedBus } from "../../src/bus/namespace.js";
-import { answerRequest, openReplyChannel, type ReplyChannel } from "../../src/bus/reply.js";
+import { answerRequest, openReplyChannel, replyJson, type ReplyChannel } from "../../src/bus/reply.js";
 import type { Bus, BusConsumer, BusRecord } from "../../src/bus/bus.js";
 import { sharedKafka } from "../harness/kafka.js";
 
@@ -139,7 +139,7 @@ for (const [name, makeAdapter] of [
 
     const ask = async (from: ReplyChannel, key: string, value: string, localGroup?: string): Promise<Answer> => {
       const reply = await from.request(TOPIC, { key, value }, localGroup ? { localGroup } : {});
-      return JSON.parse(reply.value.toString()) as Answer;
+      return replyJson(reply) as Answer;
     };
 
     it("goes to this client's consumer of the partition without a write; another client's request is published", async () => {
@@ -158,6 +158,50 @@ for (const [name, makeAdapter] of [
       // A group nobody here consumes: published, and answered by nobody (the request times out).
       const offered = a.bus.offerLocally!("nobody", TOPIC, { key: "k1", value: "v" }, () => expect.fail("not taken"));
       expect(offered).to.equal(false);
+    });
+
+    it("a local request carries the publisher's object to the handler; an answer to this process is the answer's object; across processes both are bytes", async () => {
+      const a = await node("a");
+      const b = await node("b");
+      const answers: Record<string, { handledBy: string; request: unknown }> = {};
+      const seen: BusRecord[] = [];
+      const consumer = await a.bus.consume({
+        groupId: GROUP,
+        topics: [TOPIC],
+        keyed: {
+          handler: async (records) => {
+            for (const record of records) {
+              seen.push(record);
+              const request = record.decoded ?? JSON.parse(record.value.toString());
+              answers[record.value.toString()] = { handledBy: "a", request };
+              await answerRequest(a.bus, a.replies, record, answers[record.value.toString()]);
+            }
+          },
+        },
+      });
+      closers.push(() => consumer.stop());
+      const first = { n: 1 };
+      const overLog = await a.replies.request(TOPIC, { key: "k", value: JSON.stringify(first), decoded: first });
+      expect(seen[0].local, "without localGroup the request went over the log").to.equal(undefined);
+      expect(seen[0].decoded, "a record read off the log has no decoded value").to.equal(undefined);
+      expect("decoded" in overLog && overLog.decoded, "its answer, to a waiter of this process, is the object").to.equal(
+        answers['{"n":1}'],
+      );
+
+      const second = { n: 2 };
+      const local = await a.replies.request(TOPIC, { key: "k", value: JSON.stringify(second), decoded: second }, { localGroup: GROUP });
+      expect(seen[1].local).to.equal(true);
+      expect(seen[1].decoded, "the handler got the publisher's own object").to.equal(second);
+      expect(seen[1].value.toString(), "and its bytes, should it need them").to.equal('{"n":2}');
+      expect("decoded" in local && local.decoded, "the answer's own object, never encoded").to.equal(answers['{"n":2}']);
+
+      // Another node's request reaches a's handler over the log, and a's answer goes back over it.
+      const third = { n: 3 };
+      const fromB = await b.replies.request(TOPIC, { key: "k", value: JSON.stringify(third), decoded: third }, { localGroup: GROUP });
+      expect(seen[2].decoded).to.equal(undefined);
+      expect("value" in fromB).to.equal(true);
+      expect(replyJson(fromB)).to.deep.equal({ handledBy: "a", request: { n: 3 } });
+      expect(await written(), "the local request alone was not written").to.equal(2);
     });
 
     it("through a namespaced view, the names are the caller's", async () => {

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { jsonDepth } from "../../src/json/bounded.js";
 import { DEFAULT_LIMITS, type InvocationOutcome, type PreparedComponent, type Runtime } from "../../src/runtime/index.js";
 import { preludeSource } from "../../src/runtime/sandbox/preludeBundle.js";
+import { messagesOf } from "../../src/runtime/sandbox/turnBatch.js";
 import { invocation, prepareCode, startRuntime } from "./support.js";
 
 const L = DEFAULT_LIMITS;
@@ -752,6 +753,13 @@ describe("runtime: the process boundary (defence in depth)", function () {
     await runtime.ready();
   });
 
+  it("a malformed message inside a child's many counts as bad; the messages beside it are still handled", async () => {
+    const o = await at("dc_tamper_inmany_1", { n: 3 });
+    expect(o).to.deep.include({ ok: true, db: { n: 3 } });
+    expect(o.emits).to.deep.equal([{ event: { n: 3 }, meta: {} }]);
+    await runtime.ready();
+  });
+
   it("a child that keeps sending garbage is killed and replaced", async () => {
     const [pid] = runtime.pids();
     const o = await at("dc_tamper_nonsense_1");
@@ -772,7 +780,8 @@ describe("runtime: the process boundary (defence in depth)", function () {
     });
     try {
       const replies: Record<string, unknown>[] = [];
-      child.on("message", (m: Record<string, unknown>) => replies.push(m));
+      // What the child sends in one turn comes in one `many` (turnBatch.ts).
+      child.on("message", (m: unknown) => replies.push(...(messagesOf(m) as Record<string, unknown>[])));
       const next = async (type: string) => {
         for (let i = 0; i < 200; i++) {
           const found = replies.findIndex((m) => m["type"] === type);

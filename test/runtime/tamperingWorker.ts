@@ -6,9 +6,15 @@ import "../../src/runtime/sandbox/worker.js";
 
 type Msg = Record<string, unknown>;
 
+/** The messages one IPC write carried (several sent in one turn travel as one `many`; turnBatch.ts). */
+const each = (m: unknown): Msg[] => {
+  const one = m as Msg | null;
+  return (one && one["type"] === "many" ? (one["messages"] as Msg[]) : [one]).filter((x): x is Msg => x !== null);
+};
+
 const sources = new Map<unknown, string>();
-process.on("message", (m: Msg | null) => {
-  if (m && m["type"] === "invoke") sources.set(m["id"], String(m["sourceId"]));
+process.on("message", (m: unknown) => {
+  for (const one of each(m)) if (one["type"] === "invoke") sources.set(one["id"], String(one["sourceId"]));
 });
 
 const realSend = process.send!.bind(process) as (msg: unknown) => boolean;
@@ -65,6 +71,11 @@ function rewrite(msg: Msg, mode: string): void {
     case "badcode":
       realSend({ ...msg, outcome: { ...outcome, ok: false, error: { name: "Error", message: "x", code: "ALL_GOOD" } } });
       return;
+    case "inmany":
+      // The result in one `many` with a pong and a malformed message after it: the host handles
+      // each on its own, so the result is taken and the bad one counted alone.
+      realSend({ type: "many", messages: [{ type: "pong", seq: 1 }, msg, { type: 42 }] });
+      return;
     case "nonsense":
       // Three malformed messages in a row: the child is replaced.
       realSend("nonsense");
@@ -76,10 +87,14 @@ function rewrite(msg: Msg, mode: string): void {
   }
 }
 
+function sendOne(m: Msg): void {
+  const mode = m["type"] === "result" ? /^dc_tamper_([a-z]+)_/.exec(sources.get(m["id"]) ?? "")?.[1] : undefined;
+  if (mode === undefined) realSend(m);
+  else rewrite(m, mode);
+}
+
+// Each message of a `many` goes on its own here, so a rewritten one can be sent as the mode says.
 (process as unknown as { send: (msg: unknown) => boolean }).send = (msg: unknown) => {
-  const m = msg as Msg;
-  const mode = m && m["type"] === "result" ? /^dc_tamper_([a-z]+)_/.exec(sources.get(m["id"]) ?? "")?.[1] : undefined;
-  if (mode === undefined) return realSend(msg);
-  rewrite(m, mode);
+  for (const one of each(msg)) sendOne(one);
   return true;
 };

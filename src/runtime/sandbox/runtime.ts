@@ -27,6 +27,7 @@ import {
 import type { Emit, HttpResponse, Invocation, InvocationCallbacks, InvocationError, InvocationOutcome, LogLine, Send } from "../types.js";
 import { MAX_DESCRIBE_CHARS } from "./isolateResults.js";
 import { preludeSource } from "./preludeBundle.js";
+import { messagesOf, TurnBatchedSender } from "./turnBatch.js";
 import {
   isRec,
   MAX_BATCH_ITEMS,
@@ -122,6 +123,8 @@ class RunnerProcess {
   restarts = 0;
   recentCrashes: number[] = [];
   badMessages: number[] = [];
+  /** Writes to the current child, a turn's messages at once (turnBatch.ts). */
+  sender: TurnBatchedSender<HostToWorker> | undefined;
 
   constructor(readonly index: number) {}
 
@@ -223,13 +226,32 @@ export class Runtime {
     runner.knownBundles.clear();
     runner.badMessages = [];
     runner.lastPong = Date.now();
+    // What is sent to this child in one turn goes in one write, and only ever to this child.
+    runner.sender = new TurnBatchedSender<HostToWorker>((message) => {
+      if (runner.child !== child || !child.connected) return;
+      try {
+        child.send(message);
+      } catch {
+        /* the exit handler fails the pending work */
+      }
+    });
     child.on("message", (raw: unknown) => {
       if (runner.child !== child) return;
+      // Never throws out of the handler: that would take the host process down.
+      let messages: readonly unknown[];
       try {
-        this.onMessage(runner, raw);
+        messages = messagesOf(raw);
       } catch (err) {
-        // Never throws out of the handler: that would take the host process down.
         safeCall(() => this.onBadMessage(runner, err));
+        return;
+      }
+      for (const message of messages) {
+        if (runner.child !== child) return;
+        try {
+          this.onMessage(runner, message);
+        } catch (err) {
+          safeCall(() => this.onBadMessage(runner, err));
+        }
       }
     });
     child.on("exit", (code, signal) => this.onExit(runner, child, code, signal));
@@ -253,11 +275,7 @@ export class Runtime {
   private send(runner: RunnerProcess, msg: HostToWorker): void {
     const child = runner.child;
     if (!child || !child.connected) return;
-    try {
-      child.send(msg);
-    } catch {
-      /* the exit handler fails the pending work */
-    }
+    runner.sender?.send(msg);
   }
 
   private onExit(runner: RunnerProcess, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {

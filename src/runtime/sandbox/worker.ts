@@ -6,6 +6,7 @@
 import type { HttpResponse, InvocationError, LogLine } from "../types.js";
 import { IsolateResultError, readRunResult } from "./isolateResults.js";
 import { IsolateSlot, InvocationRecord, SharedIsolate, SyncSliceExceeded, type SlotEnv } from "./isolateSlot.js";
+import { messagesOf, TurnBatchedSender } from "./turnBatch.js";
 import {
   ProtocolError,
   readHostMessage,
@@ -39,13 +40,18 @@ const MAX_BUNDLES = 256;
 const pendingLogs = new Map<number, LogLine[]>();
 let flushScheduled = false;
 
-function send(msg: WorkerToHost): void {
+/** What this child sends in one turn goes to the host in one write (turnBatch.ts). */
+const sender = new TurnBatchedSender<WorkerToHost>((message) => {
   try {
-    process.send?.(msg);
+    process.send?.(message);
   } catch (err) {
     // Only a bug can get here (every part of a message is a string or a primitive field).
-    process.stderr.write(`headwater runner: cannot send a ${msg.type} message: ${String((err as Error)?.message ?? err)}\n`);
+    process.stderr.write(`headwater runner: cannot send a ${message.type} message: ${String((err as Error)?.message ?? err)}\n`);
   }
+});
+
+function send(msg: WorkerToHost): void {
+  sender.send(msg);
 }
 
 function wireResponse(r: HttpResponse): WorkerResponse {
@@ -506,6 +512,18 @@ function onMessage(raw: unknown): void {
 }
 
 process.on("message", (raw: unknown) => {
+  let messages: readonly unknown[];
+  try {
+    messages = messagesOf(raw);
+  } catch (err) {
+    process.stderr.write(`headwater runner: the runner process received a malformed message: ${String((err as Error)?.message ?? err)}\n`);
+    return;
+  }
+  for (const message of messages) handleMessage(message);
+});
+
+/** One message from the host, alone or taken out of a `many`. */
+function handleMessage(raw: unknown): void {
   try {
     onMessage(raw);
   } catch (err) {
@@ -525,6 +543,6 @@ process.on("message", (raw: unknown) => {
         });
     }
   }
-});
+}
 
 process.on("disconnect", () => process.exit(0));

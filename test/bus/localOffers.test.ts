@@ -109,13 +109,15 @@ for (const [name, makeAdapter] of [
       name: string,
       at: { bus: Bus; replies: ReplyChannel },
       holdKey?: string,
-    ): Promise<{ consumer: BusConsumer; release: () => void; held: Promise<void>; seen: BusRecord[] }> {
+    ): Promise<{ consumer: BusConsumer; release: () => void; held: Promise<void>; seen: BusRecord[]; answers: Answer[] }> {
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
       let heldNow!: () => void;
       const held = new Promise<void>((resolve) => (heldNow = resolve));
       let holding = holdKey !== undefined;
       const seen: BusRecord[] = [];
+      /** The answers given, in the order of `seen`. */
+      const answers: Answer[] = [];
       const consumer = await at.bus.consume({
         groupId: GROUP,
         topics: [TOPIC],
@@ -129,12 +131,13 @@ for (const [name, makeAdapter] of [
                 await gate;
               }
               const answer: Answer = { by: name, local: record.local === true, value: record.value.toString() };
+              answers.push(answer);
               await answerRequest(at.bus, at.replies, record, answer);
             }
           },
         },
       });
-      return { consumer, release, held, seen };
+      return { consumer, release, held, seen, answers };
     }
 
     const ask = async (from: ReplyChannel, key: string, value: string, localGroup?: string): Promise<Answer> => {
@@ -163,44 +166,26 @@ for (const [name, makeAdapter] of [
     it("a local request carries the publisher's object to the handler; an answer to this process is the answer's object; across processes both are bytes", async () => {
       const a = await node("a");
       const b = await node("b");
-      const answers: Record<string, { handledBy: string; request: unknown }> = {};
-      const seen: BusRecord[] = [];
-      const consumer = await a.bus.consume({
-        groupId: GROUP,
-        topics: [TOPIC],
-        keyed: {
-          handler: async (records) => {
-            for (const record of records) {
-              seen.push(record);
-              const request = record.decoded ?? JSON.parse(record.value.toString());
-              answers[record.value.toString()] = { handledBy: "a", request };
-              await answerRequest(a.bus, a.replies, record, answers[record.value.toString()]);
-            }
-          },
-        },
-      });
-      closers.push(() => consumer.stop());
+      const { seen, answers } = await worker("a", a);
       const first = { n: 1 };
       const overLog = await a.replies.request(TOPIC, { key: "k", value: JSON.stringify(first), decoded: first });
       expect(seen[0].local, "without localGroup the request went over the log").to.equal(undefined);
       expect(seen[0].decoded, "a record read off the log has no decoded value").to.equal(undefined);
-      expect("decoded" in overLog && overLog.decoded, "its answer, to a waiter of this process, is the object").to.equal(
-        answers['{"n":1}'],
-      );
+      expect("decoded" in overLog && overLog.decoded, "its answer, to a waiter of this process, is the object").to.equal(answers[0]);
 
       const second = { n: 2 };
       const local = await a.replies.request(TOPIC, { key: "k", value: JSON.stringify(second), decoded: second }, { localGroup: GROUP });
       expect(seen[1].local).to.equal(true);
       expect(seen[1].decoded, "the handler got the publisher's own object").to.equal(second);
       expect(seen[1].value.toString(), "and its bytes, should it need them").to.equal('{"n":2}');
-      expect("decoded" in local && local.decoded, "the answer's own object, never encoded").to.equal(answers['{"n":2}']);
+      expect("decoded" in local && local.decoded, "the answer's own object, never encoded").to.equal(answers[1]);
 
       // Another node's request reaches a's handler over the log, and a's answer goes back over it.
       const third = { n: 3 };
       const fromB = await b.replies.request(TOPIC, { key: "k", value: JSON.stringify(third), decoded: third }, { localGroup: GROUP });
       expect(seen[2].decoded).to.equal(undefined);
       expect("value" in fromB).to.equal(true);
-      expect(replyJson(fromB)).to.deep.equal({ handledBy: "a", request: { n: 3 } });
+      expect(replyJson(fromB)).to.deep.equal({ by: "a", local: false, value: '{"n":3}' });
       expect(await written(), "the local request alone was not written").to.equal(2);
     });
 

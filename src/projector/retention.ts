@@ -85,6 +85,8 @@ export class Retention {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     const routed = await this.routedUpTo();
+    // Asked for together: a store writes them as one commit (SQLite), or at once (the others).
+    const truncations: Promise<void>[] = [];
     for (const { kind, emitterId } of pending) {
       const [stream, before] =
         kind === "events"
@@ -92,14 +94,17 @@ export class Retention {
           : [streams.runLogs(emitterId), withLimit(this.readModels.runLogs.oldestKeptRevision(emitterId), KEPT_RUN_LOGS)];
       if (before === undefined || before <= (this.#truncated.get(stream) ?? 0)) continue;
       // Subscribers get every event: the router must have passed what is dropped (else try again later).
-      const [newestDropped] = await this.store.readStream(stream, { fromRevision: before - 1, maxCount: 1 });
-      if (newestDropped && newestDropped.position > routed && this.listened(emitterId)) {
-        this.#mark({ kind, emitterId });
-        continue;
+      if (this.listened(emitterId)) {
+        const [newestDropped] = await this.store.readStream(stream, { fromRevision: before - 1, maxCount: 1 });
+        if (newestDropped && newestDropped.position > routed) {
+          this.#mark({ kind, emitterId });
+          continue;
+        }
       }
-      await this.store.truncateBefore(stream, before);
-      this.#truncated.set(stream, before);
+      truncations.push(this.store.truncateBefore(stream, before).then(() => void this.#truncated.set(stream, before)));
     }
+    const failed = (await Promise.allSettled(truncations)).find((outcome) => outcome.status === "rejected");
+    if (failed) throw failed.reason;
   }
 }
 

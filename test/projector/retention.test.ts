@@ -85,4 +85,47 @@ describe("retention", () => {
     await emit("dc_young", KEPT_EVENTS - 1, 1);
     await eventually(async () => (asked.includes("dc_young") ? true : undefined), 5_000, "the filled stream asked about");
   });
+
+  it("asks the store for a sweep's truncations all at once, so the store can write them as one commit", async () => {
+    await retention.stop();
+    const emitters = Array.from({ length: 12 }, (_, i) => `dc_full${i}`);
+    for (const id of emitters) await emit(id, 0, KEPT_EVENTS + 5);
+    let inFlight = 0;
+    let most = 0;
+    const counting = new Proxy(store, {
+      get(target, key) {
+        if (key === "truncateBefore") {
+          return async (stream: string, before: number) => {
+            most = Math.max(most, ++inFlight);
+            try {
+              await target.truncateBefore(stream, before);
+            } finally {
+              inFlight--;
+            }
+          };
+        }
+        const value = Reflect.get(target, key) as unknown;
+        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    // Started after the appends: its first sweep finds every stream full at once.
+    retention = new Retention(
+      counting,
+      projected.projector,
+      { events: new EmittedEventsReadModel(projected.db), runLogs: new RunLogsReadModel(projected.db) },
+      async () => Number.MAX_SAFE_INTEGER,
+      () => false,
+      20,
+    );
+    retention.start();
+    await eventually(
+      async () => {
+        const kept = await Promise.all(emitters.map(async (id) => (await store.readStream(streams.emitter(id))).length));
+        return kept.every((n) => n === KEPT_EVENTS) ? true : undefined;
+      },
+      5_000,
+      "every full stream cut to its window",
+    );
+    expect(most).to.equal(emitters.length);
+  });
 });

@@ -552,6 +552,21 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         expect(next.nextExpectedRevision).to.equal(2);
         expect(next.position).to.be.greaterThan(position);
       });
+
+      it("a stream truncated whole, appended to and truncated whole again keeps its newest revision", async function () {
+        const stream = streamName("emits");
+        await store.append(stream, [event("A"), event("B")]);
+        await store.truncateBefore(stream, 10);
+        await store.append(stream, [event("C"), event("D")], { expectedRevision: 1 });
+        expect(await store.streamRevision(stream)).to.equal(3);
+        await store.truncateBefore(stream, 20);
+        expect(await store.readStream(stream)).to.deep.equal([]);
+        expect(await store.streamRevisions([stream])).to.deep.equal([3]);
+        expect(await rejectionOf(store.append(stream, [event("E")], { expectedRevision: 1 }))).to.be.instanceOf(WrongExpectedRevisionError);
+        const next = await store.append(stream, [event("E")], { expectedRevision: 3 });
+        expect(next.nextExpectedRevision).to.equal(4);
+        expect((await store.readStream(stream)).map((e) => e.revision)).to.deep.equal([4]);
+      });
     });
 
     describe("JSON round trip", function () {

@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import Database from "better-sqlite3";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -161,6 +162,72 @@ describe("sqlite event store", function () {
     await live.subscription.stop();
     expect(late.delivered).to.deep.equal(await store.readAll());
     expect(late.delivered.filter((e) => e.stream === "trimmed").map((e) => e.revision)).to.deep.equal([3, 4]);
+  });
+
+  it("appends write no row of `streams`; a truncation removing a stream's last event stores its revision there", async function () {
+    store = openSqliteEventStore({ file });
+    await store.append(
+      "a",
+      [0, 1, 2].map((n) => ({ type: "N", data: { n } })),
+    );
+    await store.append("b", [{ type: "N", data: {} }]);
+    const kept = () => {
+      const raw = new Database(file, { readonly: true });
+      try {
+        return raw.prepare("SELECT stream, revision FROM streams ORDER BY stream").all();
+      } finally {
+        raw.close();
+      }
+    };
+    expect(kept()).to.deep.equal([]);
+    await store.truncateBefore("a", 2); // revision 2 is still an event
+    expect(kept()).to.deep.equal([]);
+    await store.truncateBefore("a", 10);
+    expect(kept()).to.deep.equal([{ stream: "a", revision: 2 }]);
+    expect(await store.streamRevisions(["a", "b", "c"])).to.deep.equal([2, 0, undefined]);
+  });
+
+  it("truncations asked for in one event-loop turn are written as one commit", async function () {
+    store = openSqliteEventStore({ file });
+    const streams = Array.from({ length: 40 }, (_, i) => `emitter-${i}`);
+    for (const stream of streams)
+      await store.append(
+        stream,
+        [0, 1, 2].map((n) => ({ type: "N", data: { n } })),
+      );
+    const raw = new Database(file);
+    // The WAL's length in frames once everything in it is checkpointed: the next commit starts it again.
+    const walFrames = () => (raw.pragma("wal_checkpoint(PASSIVE)") as { log: number }[])[0].log;
+    try {
+      walFrames();
+      await Promise.all(streams.map((stream) => store!.truncateBefore(stream, 2)));
+      // Forty streams' index entries and rows share a few pages: one commit writes each once;
+      // a commit per stream would write those pages again for every one (40 and more frames).
+      expect(walFrames()).to.be.below(15);
+      expect(await store.streamRevisions(streams)).to.deep.equal(streams.map(() => 2));
+      for (const stream of streams) expect((await store.readStream(stream)).map((e) => e.revision)).to.deep.equal([2]);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("a file written before (a `streams` row upserted by every append) keeps its revisions", async function () {
+    store = openSqliteEventStore({ file });
+    await store.append("a", [
+      { type: "N", data: {} },
+      { type: "N", data: {} },
+    ]);
+    await store.close();
+    store = undefined;
+    const raw = new Database(file);
+    // As an earlier version left it: a row per stream, and one whose events were all truncated.
+    raw.prepare("INSERT INTO streams (stream, revision) VALUES ('a', 1), ('gone', 7)").run();
+    raw.close();
+    store = openSqliteEventStore({ file });
+    expect(await store.streamRevisions(["a", "gone"])).to.deep.equal([1, 7]);
+    expect((await store.append("a", [{ type: "N", data: {} }], { expectedRevision: 1 })).nextExpectedRevision).to.equal(2);
+    expect((await store.append("gone", [{ type: "N", data: {} }], { expectedRevision: 7 })).nextExpectedRevision).to.equal(8);
+    expect(await store.streamRevisions(["a", "gone"])).to.deep.equal([2, 8]);
   });
 
   it("storage stays bounded under a steady append + truncate load", async function () {

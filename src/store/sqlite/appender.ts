@@ -5,6 +5,7 @@ import type { AppendResult, ExpectedRevision } from "../eventStore.js";
 import { assertExpectedRevision } from "../expectedRevision.js";
 import { findReplay, type StoredEventId } from "../idempotency.js";
 import type { EncodedError } from "../../sqliteWriter/thread.js";
+import { revisionOf, streamRevisionSql } from "./schema.js";
 
 /** An event as it crosses to the writer: data and metadata already JSON text. */
 export interface EncodedEvent {
@@ -21,6 +22,12 @@ export interface EncodedAppend {
   readonly expectedRevision: ExpectedRevision;
 }
 
+/** Drop a stream's events before a revision (retention). */
+export interface Truncation {
+  readonly stream: string;
+  readonly beforeRevision: number;
+}
+
 /**
  * Each append of a group succeeds or fails on its own; errors are encoded to cross threads.
  * `created` is there when the append wrote its events (not a replay of an earlier append).
@@ -31,6 +38,7 @@ export class SqliteAppender {
   private readonly statements;
   private readonly appendInSavepoint: (append: EncodedAppend, created: number) => { result: AppendResult; written: boolean };
   private readonly group: (group: readonly EncodedAppend[]) => EncodedOutcome[];
+  private readonly truncateInTransaction: (truncations: readonly Truncation[]) => void;
 
   constructor(
     private readonly db: Database,
@@ -39,13 +47,22 @@ export class SqliteAppender {
     const statement = (sql: string): Statement => db.prepare(sql);
     this.statements = {
       eventById: statement("SELECT stream, revision, position FROM events WHERE id = ?"),
-      streamRevision: statement("SELECT revision FROM streams WHERE stream = ?"),
+      streamRevision: statement(streamRevisionSql),
       insertEvent: statement("INSERT INTO events (stream, revision, id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-      upsertStream: statement(
-        "INSERT INTO streams (stream, revision) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision",
+      // Before a truncation removes the stream's last event: its revision outlives its events.
+      keepRevision: statement(
+        "INSERT INTO streams (stream, revision) " +
+          "SELECT stream, max(revision) FROM events WHERE stream = ? GROUP BY stream HAVING max(revision) < ? " +
+          "ON CONFLICT (stream) DO UPDATE SET revision = max(streams.revision, excluded.revision)",
       ),
       truncateBefore: statement("DELETE FROM events WHERE stream = ? AND revision < ?"),
     };
+    this.truncateInTransaction = db.transaction((truncations: readonly Truncation[]) => {
+      for (const { stream, beforeRevision } of truncations) {
+        this.statements.keepRevision.run(stream, beforeRevision);
+        this.statements.truncateBefore.run(stream, beforeRevision);
+      }
+    });
     // better-sqlite3 runs a nested transaction as SAVEPOINT / ROLLBACK TO, so a failing append
     // leaves the rest of its group untouched.
     this.appendInSavepoint = db.transaction((append: EncodedAppend, created: number) => this.appendChecked(append, created));
@@ -59,8 +76,9 @@ export class SqliteAppender {
     return this.group(group);
   }
 
-  truncate(stream: string, beforeRevision: number): void {
-    this.statements.truncateBefore.run(stream, beforeRevision);
+  /** Several truncations in one transaction: one commit (and fsync) however many streams. */
+  truncate(truncations: readonly Truncation[]): void {
+    this.truncateInTransaction(truncations);
     this.releaseFreePages();
   }
 
@@ -81,10 +99,10 @@ export class SqliteAppender {
 
   private appendChecked(append: EncodedAppend, created: number): { result: AppendResult; written: boolean } {
     const { stream, events, expectedRevision } = append;
-    const { eventById, streamRevision, insertEvent, upsertStream } = this.statements;
+    const { eventById, streamRevision, insertEvent } = this.statements;
     const replay = findReplay(stream, events, (id) => eventById.get(id) as StoredEventId | undefined);
     if (replay !== undefined) return { result: replay, written: false };
-    const actual = (streamRevision.get(stream) as { revision: number } | undefined)?.revision;
+    const actual = revisionOf(streamRevision.get(stream, stream));
     assertExpectedRevision(stream, expectedRevision, actual);
     let revision = actual ?? -1;
     let position = 0;
@@ -93,7 +111,6 @@ export class SqliteAppender {
       const inserted = insertEvent.run(stream, revision, event.id, event.type, event.data, event.metadata, created);
       position = Number(inserted.lastInsertRowid);
     }
-    upsertStream.run(stream, revision);
     return { result: { nextExpectedRevision: revision, position }, written: events.length > 0 };
   }
 

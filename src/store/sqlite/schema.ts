@@ -29,7 +29,7 @@ export function prepareDatabase(db: Database): void {
       );
       CREATE UNIQUE INDEX events_by_stream ON events (stream, revision);
       CREATE UNIQUE INDEX events_by_id ON events (id);
-      -- The last revision per stream; kept when its events are truncated.
+      -- A stream's revision once its events are truncated (see streamRevisionSql).
       CREATE TABLE streams (
         stream   TEXT    PRIMARY KEY,
         revision INTEGER NOT NULL
@@ -40,3 +40,21 @@ export function prepareDatabase(db: Database): void {
   // IMMEDIATE: two processes opening a new file at once must not both create the tables.
   migrate.immediate();
 }
+
+/**
+ * A stream's revision (-1: no stream; bind the stream twice): its last event's, or the one kept in
+ * `streams` when a truncation removed its events. Appends write only `events` (a `streams` row
+ * per appended stream would be one more B-tree page per stream per commit: with many sources,
+ * ~30 % of a commit's pages); a truncation that removes a stream's last event stores its revision
+ * first. Rows written by earlier versions (every append upserted them) are never ahead of the
+ * events, so the larger of the two is right for every file.
+ */
+export const streamRevisionSql =
+  "SELECT max(coalesce((SELECT max(revision) FROM events WHERE stream = ?), -1), " +
+  "coalesce((SELECT revision FROM streams WHERE stream = ?), -1)) AS revision";
+
+/** The revision `streamRevisionSql` read: undefined for a stream that never existed. */
+export const revisionOf = (row: unknown): number | undefined => {
+  const revision = (row as { revision: number }).revision;
+  return revision < 0 ? undefined : revision;
+};

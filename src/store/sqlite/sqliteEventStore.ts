@@ -18,11 +18,11 @@ import type {
 import { EventStoreClosedError } from "../eventStoreClosedError.js";
 import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
 import { jsonText } from "../proposedEvent.js";
-import type { EncodedAppend, EncodedOutcome } from "./appender.js";
+import type { EncodedAppend, EncodedOutcome, Truncation } from "./appender.js";
 import { decodeError } from "./errorCodec.js";
 import { WriterThread } from "../../sqliteWriter/thread.js";
 import type { StoreWrite } from "./writerThread.js";
-import { prepareDatabase } from "./schema.js";
+import { prepareDatabase, revisionOf, streamRevisionSql } from "./schema.js";
 import { RecentEvents } from "./recentEvents.js";
 
 export interface SqliteEventStoreOptions {
@@ -252,13 +252,13 @@ class SqliteEventStore implements EventStore {
 
   async streamRevision(stream: string): Promise<number | undefined> {
     this.assertOpen();
-    return (this.statements.streamRevision.get(stream) as { revision: number } | undefined)?.revision;
+    return revisionOf(this.statements.streamRevision.get(stream, stream));
   }
 
   /** In process, point lookups on the prepared statement cost what one `IN` query would: one call, no round trips. */
   async streamRevisions(streams: readonly string[]): Promise<(number | undefined)[]> {
     this.assertOpen();
-    return streams.map((stream) => (this.statements.streamRevision.get(stream) as { revision: number } | undefined)?.revision);
+    return streams.map((stream) => revisionOf(this.statements.streamRevision.get(stream, stream)));
   }
 
   async truncateBefore(stream: string, beforeRevision: number): Promise<void> {
@@ -267,8 +267,22 @@ class SqliteEventStore implements EventStore {
     if (!Number.isSafeInteger(beforeRevision)) throw new RangeError(`invalid revision ${beforeRevision}`);
     if (beforeRevision <= 0) return;
     this.recent.truncated(stream, beforeRevision);
-    await this.writer.request({ op: "truncate", stream, beforeRevision });
+    if (this.truncations === undefined) {
+      // The turn's truncations (a retention sweep asks for one per full stream) go as one
+      // transaction: one commit and one fsync for all of them, not one each.
+      const truncations: Truncation[] = (this.truncations = []);
+      this.truncationsWritten = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        this.truncations = undefined;
+        await this.writer.request({ op: "truncate", truncations });
+      });
+    }
+    this.truncations.push({ stream, beforeRevision });
+    await this.truncationsWritten;
   }
+
+  /** Truncations asked for in this event-loop turn, and their write (see truncateBefore). */
+  private truncations: Truncation[] | undefined;
+  private truncationsWritten: Promise<void> | undefined;
 
   /**
    * The writer thread's connection is "another connection" to data_version: an append group's
@@ -290,6 +304,7 @@ class SqliteEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.closed) return;
     await this.groupCommit.close();
+    await this.truncationsWritten?.catch(() => undefined);
     await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
     this.closed = true;
     this.stopForeignCommitPoll();
@@ -307,7 +322,7 @@ function prepareStatements(db: Connection) {
   // Rows as arrays: better-sqlite3 builds an object per row otherwise, a third of a large read.
   const rows = (sql: string): Statement => db.prepare(sql).raw(true);
   return {
-    streamRevision: statement("SELECT revision FROM streams WHERE stream = ?"),
+    streamRevision: statement(streamRevisionSql),
     readStreamForwards: rows(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`),
     readStreamBackwards: rows(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`),
     readAll: rows(`SELECT ${eventColumns} FROM events WHERE position > ? ORDER BY position LIMIT ?`),

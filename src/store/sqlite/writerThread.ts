@@ -1,15 +1,15 @@
 // The SQLite event store's writer thread (see src/sqliteWriter/thread.ts): owns the write
-// connection and runs each group commit, and each truncation, in order, answering once durable.
+// connection and runs each group commit, and each group of truncations, in order, answering once durable.
 import Database from "better-sqlite3";
 import { workerData } from "node:worker_threads";
 import { serveWrites } from "../../sqliteWriter/serve.js";
-import { SqliteAppender, type EncodedAppend } from "./appender.js";
+import { SqliteAppender, type EncodedAppend, type Truncation } from "./appender.js";
 import { encodeError } from "./errorCodec.js";
 import { prepareDatabase } from "./schema.js";
 
 export type StoreWrite =
   | { readonly op: "commit"; readonly group: readonly EncodedAppend[] }
-  | { readonly op: "truncate"; readonly stream: string; readonly beforeRevision: number };
+  | { readonly op: "truncate"; readonly truncations: readonly Truncation[] };
 
 const db = new Database((workerData as { file: string }).file);
 prepareDatabase(db);
@@ -18,7 +18,7 @@ const appender = new SqliteAppender(db, encodeError);
 serveWrites<StoreWrite>(
   (write) => {
     if (write.op === "commit") return appender.commit(write.group);
-    appender.truncate(write.stream, write.beforeRevision);
+    appender.truncate(write.truncations);
     return undefined;
   },
   () => db.close(),

@@ -13,6 +13,7 @@ import type {
 } from "../eventStore.js";
 import { EventStoreClosedError } from "../eventStoreClosedError.js";
 import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
+import { GroupedWrites } from "../../groupedWrites.js";
 import type { StoredEventId } from "../idempotency.js";
 import { planCommit } from "./commitPlan.js";
 import { layoutFor, migrate, type PostgresLayout } from "./schema.js";
@@ -82,6 +83,8 @@ export async function openPostgresEventStore(options: PostgresEventStoreOptions)
 class PostgresEventStore implements EventStore {
   private readonly signal = new CommitSignal();
   private readonly groupCommit: GroupCommit;
+  /** Truncations asked for together (a retention sweep's) go as one statement on one connection. */
+  private readonly truncations: GroupedWrites<{ stream: string; beforeRevision: number }, void>;
   private readonly subscriptions = new Set<AllSubscription>();
   private readonly sql: ReturnType<typeof statementsFor>;
   private listener: pg.Client | undefined;
@@ -95,6 +98,10 @@ class PostgresEventStore implements EventStore {
     private readonly options: PostgresEventStoreOptions,
   ) {
     this.sql = statementsFor(layout);
+    this.truncations = new GroupedWrites(async (truncations) => {
+      await this.pool.query(this.sql.truncateBefore, [truncations.map((t) => t.stream), truncations.map((t) => t.beforeRevision)]);
+      return truncations.map(() => ({ result: undefined }));
+    });
     this.groupCommit = new GroupCommit(
       (group) => this.commitGroup(group),
       () => this.signal.notify(),
@@ -270,12 +277,13 @@ class PostgresEventStore implements EventStore {
     this.assertOpen();
     if (!Number.isSafeInteger(beforeRevision)) throw new RangeError(`invalid revision ${beforeRevision}`);
     if (beforeRevision <= 0) return;
-    await this.pool.query(this.sql.truncateBefore, [stream, beforeRevision]);
+    await this.truncations.add({ stream, beforeRevision });
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     await this.groupCommit.close();
+    await this.truncations.close();
     await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
     this.closed = true;
     await this.stopListening();
@@ -313,6 +321,7 @@ function statementsFor({ schema }: PostgresLayout) {
     headPosition: `SELECT position FROM ${schema}.head`,
     streamRevision: `SELECT revision FROM ${schema}.streams WHERE stream = $1`,
     streamRevisions: `SELECT stream, revision FROM ${schema}.streams WHERE stream = ANY($1::text[])`,
-    truncateBefore: `DELETE FROM ${schema}.events WHERE stream = $1 AND revision < $2`,
+    truncateBefore: `DELETE FROM ${schema}.events AS e USING unnest($1::text[], $2::bigint[]) AS t(stream, before)
+      WHERE e.stream = t.stream AND e.revision < t.before`,
   };
 }

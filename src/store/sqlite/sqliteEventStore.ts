@@ -17,6 +17,7 @@ import type {
 } from "../eventStore.js";
 import { EventStoreClosedError } from "../eventStoreClosedError.js";
 import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
+import { GroupedWrites } from "../../groupedWrites.js";
 import { jsonText } from "../proposedEvent.js";
 import type { EncodedAppend, EncodedOutcome, Truncation } from "./appender.js";
 import { decodeError } from "./errorCodec.js";
@@ -98,6 +99,11 @@ class SqliteEventStore implements EventStore {
   private readonly statements: ReturnType<typeof prepareStatements>;
   private readonly signal = new CommitSignal();
   private readonly groupCommit: GroupCommit;
+  /**
+   * Truncations asked for in one event-loop turn (a retention sweep asks for one per full stream),
+   * or while the group before is written, go as one transaction: one commit and fsync for all.
+   */
+  private readonly truncations: GroupedWrites<Truncation, void>;
   /** Commits run on a thread of their own: the event loop only waits for "durable". */
   private readonly writer: WriterThread<StoreWrite>;
   private readonly subscriptions = new Set<AllSubscription>();
@@ -115,6 +121,10 @@ class SqliteEventStore implements EventStore {
     prepareDatabase(db);
     this.statements = prepareStatements(db);
     this.writer = new WriterThread<StoreWrite>(new URL("./writerThread.js", import.meta.url), { file }, decodeError);
+    this.truncations = new GroupedWrites(async (truncations) => {
+      await this.writer.request({ op: "truncate", truncations });
+      return truncations.map(() => ({ result: undefined }));
+    });
     this.groupCommit = new GroupCommit(
       (group) => this.commitGroup(group),
       () => {
@@ -267,22 +277,8 @@ class SqliteEventStore implements EventStore {
     if (!Number.isSafeInteger(beforeRevision)) throw new RangeError(`invalid revision ${beforeRevision}`);
     if (beforeRevision <= 0) return;
     this.recent.truncated(stream, beforeRevision);
-    if (this.truncations === undefined) {
-      // The turn's truncations (a retention sweep asks for one per full stream) go as one
-      // transaction: one commit and one fsync for all of them, not one each.
-      const truncations: Truncation[] = (this.truncations = []);
-      this.truncationsWritten = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-        this.truncations = undefined;
-        await this.writer.request({ op: "truncate", truncations });
-      });
-    }
-    this.truncations.push({ stream, beforeRevision });
-    await this.truncationsWritten;
+    await this.truncations.add({ stream, beforeRevision });
   }
-
-  /** Truncations asked for in this event-loop turn, and their write (see truncateBefore). */
-  private truncations: Truncation[] | undefined;
-  private truncationsWritten: Promise<void> | undefined;
 
   /**
    * The writer thread's connection is "another connection" to data_version: an append group's
@@ -304,7 +300,7 @@ class SqliteEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.closed) return;
     await this.groupCommit.close();
-    await this.truncationsWritten?.catch(() => undefined);
+    await this.truncations.close();
     await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
     this.closed = true;
     this.stopForeignCommitPoll();

@@ -13,7 +13,8 @@ import type {
 } from "../eventStore.js";
 import { EventStoreClosedError } from "../eventStoreClosedError.js";
 import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
-import { GroupedWrites } from "../../groupedWrites.js";
+import type { GroupedWrites } from "../../groupedWrites.js";
+import { groupedTruncations, type Truncation } from "../truncations.js";
 import type { StoredEventId } from "../idempotency.js";
 import { planCommit } from "./commitPlan.js";
 import { layoutFor, migrate, type PostgresLayout } from "./schema.js";
@@ -84,7 +85,7 @@ class PostgresEventStore implements EventStore {
   private readonly signal = new CommitSignal();
   private readonly groupCommit: GroupCommit;
   /** Truncations asked for together (a retention sweep's) go as one statement on one connection. */
-  private readonly truncations: GroupedWrites<{ stream: string; beforeRevision: number }, void>;
+  private readonly truncations: GroupedWrites<Truncation, void>;
   private readonly subscriptions = new Set<AllSubscription>();
   private readonly sql: ReturnType<typeof statementsFor>;
   private listener: pg.Client | undefined;
@@ -98,10 +99,9 @@ class PostgresEventStore implements EventStore {
     private readonly options: PostgresEventStoreOptions,
   ) {
     this.sql = statementsFor(layout);
-    this.truncations = new GroupedWrites(async (truncations) => {
-      await this.pool.query(this.sql.truncateBefore, [truncations.map((t) => t.stream), truncations.map((t) => t.beforeRevision)]);
-      return truncations.map(() => ({ result: undefined }));
-    });
+    this.truncations = groupedTruncations((truncations) =>
+      this.pool.query(this.sql.truncateBefore, [truncations.map((t) => t.stream), truncations.map((t) => t.beforeRevision)]),
+    );
     this.groupCommit = new GroupCommit(
       (group) => this.commitGroup(group),
       () => this.signal.notify(),

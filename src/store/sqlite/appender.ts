@@ -6,6 +6,7 @@ import { assertExpectedRevision } from "../expectedRevision.js";
 import { findReplay, type StoredEventId } from "../idempotency.js";
 import type { EncodedError } from "../../sqliteWriter/thread.js";
 import { revisionOf, streamRevisionSql } from "./schema.js";
+import type { Truncation } from "../truncations.js";
 
 /** An event as it crosses to the writer: data and metadata already JSON text. */
 export interface EncodedEvent {
@@ -20,12 +21,6 @@ export interface EncodedAppend {
   readonly stream: string;
   readonly events: readonly EncodedEvent[];
   readonly expectedRevision: ExpectedRevision;
-}
-
-/** Drop a stream's events before a revision (retention). */
-export interface Truncation {
-  readonly stream: string;
-  readonly beforeRevision: number;
 }
 
 /**

@@ -17,9 +17,10 @@ import type {
 } from "../eventStore.js";
 import { EventStoreClosedError } from "../eventStoreClosedError.js";
 import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
-import { GroupedWrites } from "../../groupedWrites.js";
+import { groupedTruncations, type Truncation } from "../truncations.js";
+import type { GroupedWrites } from "../../groupedWrites.js";
 import { jsonText } from "../proposedEvent.js";
-import type { EncodedAppend, EncodedOutcome, Truncation } from "./appender.js";
+import type { EncodedAppend, EncodedOutcome } from "./appender.js";
 import { decodeError } from "./errorCodec.js";
 import { WriterThread } from "../../sqliteWriter/thread.js";
 import type { StoreWrite } from "./writerThread.js";
@@ -99,10 +100,7 @@ class SqliteEventStore implements EventStore {
   private readonly statements: ReturnType<typeof prepareStatements>;
   private readonly signal = new CommitSignal();
   private readonly groupCommit: GroupCommit;
-  /**
-   * Truncations asked for in one event-loop turn (a retention sweep asks for one per full stream),
-   * or while the group before is written, go as one transaction: one commit and fsync for all.
-   */
+  /** A retention sweep's truncations: one transaction on the writer thread (see groupedTruncations). */
   private readonly truncations: GroupedWrites<Truncation, void>;
   /** Commits run on a thread of their own: the event loop only waits for "durable". */
   private readonly writer: WriterThread<StoreWrite>;
@@ -121,10 +119,7 @@ class SqliteEventStore implements EventStore {
     prepareDatabase(db);
     this.statements = prepareStatements(db);
     this.writer = new WriterThread<StoreWrite>(new URL("./writerThread.js", import.meta.url), { file }, decodeError);
-    this.truncations = new GroupedWrites(async (truncations) => {
-      await this.writer.request({ op: "truncate", truncations });
-      return truncations.map(() => ({ result: undefined }));
-    });
+    this.truncations = groupedTruncations((truncations) => this.writer.request({ op: "truncate", truncations }));
     this.groupCommit = new GroupCommit(
       (group) => this.commitGroup(group),
       () => {

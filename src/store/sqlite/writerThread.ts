@@ -3,7 +3,8 @@
 import Database from "better-sqlite3";
 import { workerData } from "node:worker_threads";
 import { serveWrites } from "../../sqliteWriter/serve.js";
-import { SqliteAppender, type EncodedAppend, type Truncation } from "./appender.js";
+import { SqliteAppender, type EncodedAppend } from "./appender.js";
+import type { Truncation } from "../truncations.js";
 import { encodeError } from "./errorCodec.js";
 import { prepareDatabase } from "./schema.js";
 

@@ -222,12 +222,32 @@ describe("sqlite event store", function () {
     const raw = new Database(file);
     // As an earlier version left it: a row per stream, and one whose events were all truncated.
     raw.prepare("INSERT INTO streams (stream, revision) VALUES ('a', 1), ('gone', 7)").run();
+    raw.pragma("user_version = 1");
     raw.close();
     store = openSqliteEventStore({ file });
     expect(await store.streamRevisions(["a", "gone"])).to.deep.equal([1, 7]);
     expect((await store.append("a", [{ type: "N", data: {} }], { expectedRevision: 1 })).nextExpectedRevision).to.equal(2);
     expect((await store.append("gone", [{ type: "N", data: {} }], { expectedRevision: 7 })).nextExpectedRevision).to.equal(8);
     expect(await store.streamRevisions(["a", "gone"])).to.deep.equal([2, 8]);
+  });
+
+  it("a file of a newer format is refused, and one of format 1 is marked as the current one when opened", async function () {
+    store = openSqliteEventStore({ file });
+    await store.close();
+    store = undefined;
+    const raw = new Database(file);
+    try {
+      expect(raw.pragma("user_version", { simple: true })).to.equal(2);
+      raw.pragma("user_version = 1");
+      store = openSqliteEventStore({ file });
+      expect(raw.pragma("user_version", { simple: true })).to.equal(2);
+      await store.close();
+      store = undefined;
+      raw.pragma("user_version = 3");
+      expect(() => openSqliteEventStore({ file })).to.throw(/written by a newer Headwater \(format 3; this build reads up to 2\)/);
+    } finally {
+      raw.close();
+    }
   });
 
   it("storage stays bounded under a steady append + truncate load", async function () {

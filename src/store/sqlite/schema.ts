@@ -1,6 +1,10 @@
 import type { Database } from "better-sqlite3";
 
-const schemaVersion = 1;
+/**
+ * 1: the tables. 2: `streams` holds a revision only past a truncation (streamRevisionSql); same
+ * tables, but a build that knows only 1 would read stale revisions, so a newer file is refused.
+ */
+const schemaVersion = 2;
 
 /**
  * Connection settings and tables. auto_vacuum must be chosen before the first table exists, so
@@ -14,7 +18,14 @@ export function prepareDatabase(db: Database): void {
   // Keeps the WAL file from staying at its high-water mark after a burst.
   db.pragma("journal_size_limit = 16777216");
   const migrate = db.transaction(() => {
-    if ((db.pragma("user_version", { simple: true }) as number) >= schemaVersion) return;
+    const version = db.pragma("user_version", { simple: true }) as number;
+    if (version > schemaVersion) {
+      throw new Error(`this event log was written by a newer Headwater (format ${version}; this build reads up to ${schemaVersion})`);
+    }
+    if (version >= 1) {
+      if (version < schemaVersion) db.pragma(`user_version = ${schemaVersion}`);
+      return;
+    }
     db.exec(`
       CREATE TABLE events (
         -- AUTOINCREMENT: a position is never reused, even after the newest events are truncated.

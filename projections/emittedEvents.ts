@@ -53,15 +53,16 @@ const insertEmitted = new MultiRowInsert(
 // log retention keeps: a rebuild from the truncated log gives the same rows.
 export const emittedEventsProjection: BatchProjection = {
   name: "emitted_events",
-  // 2: emit_id is the event's id when the emit gave none.
-  version: 2,
+  // 2: emit_id is the event's id when the emit gave none. 3: the row's key is its log position
+  // (`seq`, the rowid) and the one index is (emitter_id, seq); (emitter_id, id) is no longer a
+  // second index of its own (docs/decisions.md, "emitted_events: one index").
+  version: 3,
   tables: ["emitted_events"],
   schema: [
     `CREATE TABLE IF NOT EXISTS emitted_events (
       emitter_id TEXT NOT NULL, id TEXT NOT NULL, ms INTEGER NOT NULL, n INTEGER NOT NULL, channel TEXT NOT NULL,
       event TEXT NOT NULL, summary TEXT, emit_id TEXT, ts INTEGER, indexed_at_ms INTEGER NOT NULL,
-      invocation_id TEXT NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, seq INTEGER NOT NULL, stream_revision INTEGER NOT NULL,
-      PRIMARY KEY (emitter_id, id))`,
+      invocation_id TEXT NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, seq INTEGER PRIMARY KEY, stream_revision INTEGER NOT NULL)`,
     "CREATE INDEX IF NOT EXISTS emitted_events_by_emitter ON emitted_events (emitter_id, seq)",
   ],
   handles: new Set(["EventEmitted", "EventsDeleted", "SourceDeleted", "WorkflowDeleted"]),

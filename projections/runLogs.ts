@@ -40,14 +40,16 @@ export function runLogRow(recorded: RecordedEvent): RunLogRow {
 
 export const runLogsProjection: Projection = {
   name: "source_logs",
-  version: 2,
+  // 3: the row keyed by its log position (`seq`, the rowid) and one index, the unique
+  // (source_id, invocation_id), whose entries carry the rowid: a source's rows in log order are
+  // its at most 100 entries sorted (docs/decisions.md, "source_logs: one index").
+  version: 3,
   tables: ["source_logs"],
   schema: [
     `CREATE TABLE IF NOT EXISTS source_logs (
       source_id TEXT NOT NULL, invocation_id TEXT NOT NULL, trigger TEXT NOT NULL, started_ms INTEGER NOT NULL,
       ended_ms INTEGER NOT NULL, compute_ms INTEGER NOT NULL, ok INTEGER NOT NULL, error TEXT, lines TEXT NOT NULL,
-      seq INTEGER NOT NULL, stream_revision INTEGER NOT NULL, PRIMARY KEY (source_id, invocation_id))`,
-    "CREATE INDEX IF NOT EXISTS source_logs_by_source ON source_logs (source_id, seq)",
+      seq INTEGER PRIMARY KEY, stream_revision INTEGER NOT NULL, UNIQUE (source_id, invocation_id))`,
   ],
   handles: new Set(["RunLogged", "SourceDeleted", "WorkflowDeleted"]),
   apply(db, recorded) {

@@ -19,32 +19,37 @@ export interface Page<Row> {
  */
 export function keysetPage<Row extends { seq: number }>(
   db: Database,
-  query: { from: string; where: string; params: readonly unknown[]; order: "asc" | "desc"; total: number },
+  query: {
+    from: string;
+    where: string;
+    params: readonly unknown[];
+    order: "asc" | "desc";
+    total: number;
+    /**
+     * `seq` is the table's rowid and the index `where` uses is not ordered by it (it carries the
+     * rowid, as every index does): the page's rowids are sorted out of the index first, and only
+     * the page's rows are read, not every row `where` matches.
+     */
+    seqIsRowid?: boolean;
+  },
   page: PageRequest,
 ): Page<Row> {
   const forward = query.order === "asc" ? ">" : "<";
   const backward = query.order === "asc" ? "<" : ">";
   const reversed = query.order === "asc" ? "DESC" : "ASC";
   const order = query.order.toUpperCase();
+  const select = (condition: string, direction: string) =>
+    query.seqIsRowid
+      ? `SELECT * FROM ${query.from} WHERE seq IN (SELECT seq FROM ${query.from} WHERE ${condition} ORDER BY seq ${direction} LIMIT ?) ORDER BY seq ${direction}`
+      : `SELECT * FROM ${query.from} WHERE ${condition} ORDER BY seq ${direction} LIMIT ?`;
   let rows: Row[];
   if (page.before !== undefined) {
-    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${backward} ? ORDER BY seq ${reversed} LIMIT ?`).all(
-      ...query.params,
-      page.before,
-      page.limit,
-    ) as Row[];
+    rows = statement(db, select(`${query.where} AND seq ${backward} ?`, reversed)).all(...query.params, page.before, page.limit) as Row[];
     rows.reverse();
   } else if (page.after !== undefined) {
-    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} AND seq ${forward} ? ORDER BY seq ${order} LIMIT ?`).all(
-      ...query.params,
-      page.after,
-      page.limit,
-    ) as Row[];
+    rows = statement(db, select(`${query.where} AND seq ${forward} ?`, order)).all(...query.params, page.after, page.limit) as Row[];
   } else {
-    rows = statement(db, `SELECT * FROM ${query.from} WHERE ${query.where} ORDER BY seq ${order} LIMIT ?`).all(
-      ...query.params,
-      page.limit,
-    ) as Row[];
+    rows = statement(db, select(query.where, order)).all(...query.params, page.limit) as Row[];
   }
   return { rows, total: query.total };
 }

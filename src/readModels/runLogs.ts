@@ -39,7 +39,11 @@ export class RunLogsReadModel {
     // At most 100 rows per source are kept, so counting them stays cheap.
     const total = statement<[string], { n: number }>(this.db, "SELECT COUNT(*) AS n FROM source_logs WHERE source_id = ?").get(sourceId)!.n;
     return mapPage(
-      keysetPage<RunLogRow>(this.db, { from: "source_logs", where: "source_id = ?", params: [sourceId], order: "desc", total }, page),
+      keysetPage<RunLogRow>(
+        this.db,
+        { from: "source_logs", where: "source_id = ?", params: [sourceId], order: "desc", total, seqIsRowid: true },
+        page,
+      ),
       toRunLog,
     );
   }

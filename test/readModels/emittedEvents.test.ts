@@ -1,23 +1,17 @@
 import { expect } from "chai";
-import type { Database } from "better-sqlite3";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { emittedEventsProjection, KEPT_EVENTS } from "../../projections/emittedEvents.js";
 import { EmittedEventsReadModel } from "../../src/readModels/emittedEvents.js";
-import { openReadModels } from "../../src/readModels/database.js";
 import type { RecordedEvent } from "../../src/store/eventStore.js";
+import { scratchReadModels, spreadId, walPagesPerCommit, type ScratchReadModels } from "./scratchReadModels.js";
 
 // The emitted-events read model over a real SQLite file: what a commit of a busy node's runs
 // writes, and that every query still finds its rows with the row keyed by its log position.
 describe("emitted_events read model", () => {
-  let dir: string;
-  let file: string;
-  let db: Database;
+  let scratch: ScratchReadModels;
   let position = 0;
   const emitted = new Map<string, number>();
 
-  const emitterId = (e: number) => `dc_${String((e * 7919) % 100_000).padStart(5, "0")}abcdefghijklmnopq`;
+  const emitterId = (e: number) => spreadId("dc", e);
 
   /** The next EventEmitted of emitter `e` (ids increase per emitter, as the emitter mints them). */
   const emit = (e: number): RecordedEvent => {
@@ -44,43 +38,32 @@ describe("emitted_events read model", () => {
       created: 0,
     };
   };
-  const apply = (events: RecordedEvent[]) => db.transaction(() => emittedEventsProjection.applyBatch(db, events))();
+  const apply = (events: RecordedEvent[]) => scratch.db.transaction(() => emittedEventsProjection.applyBatch(scratch.db, events))();
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), "hw-emitted-"));
-    file = join(dir, "readmodels.db");
-    db = openReadModels(file);
-    db.pragma("wal_autocheckpoint = 0");
-    for (const statement of emittedEventsProjection.schema) db.exec(statement);
+    scratch = scratchReadModels("emitted", emittedEventsProjection.schema);
     position = 0;
     emitted.clear();
   });
 
-  afterEach(() => {
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(() => scratch.close());
 
   it("a commit of one run each of 14 sources with full windows writes ~40 pages, not ~70 (one index per row)", () => {
     const EMITTERS = 200;
     for (let round = 0; round < KEPT_EVENTS; round++) apply(Array.from({ length: EMITTERS }, (_, e) => emit(e)));
-    db.pragma("wal_checkpoint(TRUNCATE)");
-    const COMMITS = 100;
-    const walBytes = () => statSync(`${file}-wal`).size;
-    apply([emit(0)]); // the first commit after the checkpoint starts the WAL anew
-    const before = walBytes();
-    for (let c = 0; c < COMMITS; c++) apply(Array.from({ length: 14 }, (_, i) => emit((c * 37 + i * 13) % EMITTERS)));
-    const framesPerCommit = (walBytes() - before) / (4096 + 24) / COMMITS;
+    const framesPerCommit = walPagesPerCommit(scratch, 100, (c) =>
+      apply(c < 0 ? [emit(0)] : Array.from({ length: 14 }, (_, i) => emit((c * 37 + i * 13) % EMITTERS))),
+    );
     // Keyed by (emitter_id, id) besides (emitter_id, seq), each run of another source dirtied a leaf
     // of both indexes (insert and trim): ~70 pages per commit here; one index: ~42.
     expect(framesPerCommit).to.be.above(20).and.below(56);
     // Every window still holds exactly the newest 100.
-    const counts = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM emitted_events GROUP BY emitter_id").all();
+    const counts = scratch.db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM emitted_events GROUP BY emitter_id").all();
     expect(counts.every(({ n }) => n === KEPT_EVENTS)).to.equal(true);
   });
 
   it("finds an event by its id, lists and pages by log position, and places an SSE cursor, with the row keyed by its position", () => {
-    const read = new EmittedEventsReadModel(db);
+    const read = new EmittedEventsReadModel(scratch.db);
     const events: RecordedEvent[] = [];
     for (let i = 0; i < 150; i++) events.push(emit(i % 3));
     apply(events);

@@ -1,24 +1,18 @@
 import { expect } from "chai";
-import type { Database } from "better-sqlite3";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { KEPT_RUN_LOGS, runLogsProjection } from "../../projections/runLogs.js";
 import type { EventByEventProjection } from "../../src/projector/projection.js";
 import { RunLogsReadModel } from "../../src/readModels/runLogs.js";
-import { openReadModels } from "../../src/readModels/database.js";
 import type { RecordedEvent } from "../../src/store/eventStore.js";
+import { scratchReadModels, spreadId, walPagesPerCommit, type ScratchReadModels } from "./scratchReadModels.js";
 
 // The run-logs read model over a real SQLite file: what a commit of a busy node's runs writes, and
 // that every query still finds its rows in log order with one index per row.
 describe("source_logs read model", () => {
-  let dir: string;
-  let file: string;
-  let db: Database;
+  let scratch: ScratchReadModels;
   let position = 0;
   const projection = runLogsProjection as EventByEventProjection;
 
-  const sourceId = (s: number) => `dc_${String((s * 7919) % 100_000).padStart(5, "0")}abcdefghijklmnopq`;
+  const sourceId = (s: number) => spreadId("dc", s);
 
   /** A RunLogged of source `s` for `invocationId` at the next log position. */
   const logged = (s: number, invocationId: string): RecordedEvent => {
@@ -45,44 +39,33 @@ describe("source_logs read model", () => {
     };
   };
   const apply = (events: RecordedEvent[]) =>
-    db.transaction(() => {
-      for (const event of events) projection.apply(db, event);
-      projection.afterBatch?.(db);
+    scratch.db.transaction(() => {
+      for (const event of events) projection.apply(scratch.db, event);
+      projection.afterBatch?.(scratch.db);
     })();
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), "hw-logs-"));
-    file = join(dir, "readmodels.db");
-    db = openReadModels(file);
-    db.pragma("wal_autocheckpoint = 0");
-    for (const statement of projection.schema) db.exec(statement);
+    scratch = scratchReadModels("logs", projection.schema);
     position = 0;
   });
 
-  afterEach(() => {
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(() => scratch.close());
 
   it("a commit of one run each of 14 sources with full windows writes ~37 pages, not ~66 (one index per row)", () => {
     const SOURCES = 200;
     for (let round = 0; round < KEPT_RUN_LOGS; round++) apply(Array.from({ length: SOURCES }, (_, s) => logged(s, `inv_${round}_${s}`)));
-    db.pragma("wal_checkpoint(TRUNCATE)");
-    const COMMITS = 100;
-    const walBytes = () => statSync(`${file}-wal`).size;
-    apply([logged(0, "inv_first")]); // the first commit after the checkpoint starts the WAL anew
-    const before = walBytes();
-    for (let c = 0; c < COMMITS; c++) apply(Array.from({ length: 14 }, (_, i) => logged((c * 37 + i * 13) % SOURCES, `inv_c${c}_${i}`)));
-    const framesPerCommit = (walBytes() - before) / (4096 + 24) / COMMITS;
+    const framesPerCommit = walPagesPerCommit(scratch, 100, (c) =>
+      apply(c < 0 ? [logged(0, "inv_first")] : Array.from({ length: 14 }, (_, i) => logged((c * 37 + i * 13) % SOURCES, `inv_c${c}_${i}`))),
+    );
     // Keyed by (source_id, invocation_id) with a (source_id, seq) index beside it, each run of another
     // source dirtied a leaf of both (insert and trim): ~66 pages per commit here; one index: ~37.
     expect(framesPerCommit).to.be.above(20).and.below(52);
-    const counts = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM source_logs GROUP BY source_id").all();
+    const counts = scratch.db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM source_logs GROUP BY source_id").all();
     expect(counts.every(({ n }) => n === KEPT_RUN_LOGS)).to.equal(true);
   });
 
   it("keeps the first log of an invocation, lists and pages in log order, and places a $logs cursor", () => {
-    const read = new RunLogsReadModel(db);
+    const read = new RunLogsReadModel(scratch.db);
     const events: RecordedEvent[] = [];
     for (let i = 0; i < 150; i++) events.push(logged(i % 3, `inv_${i}`));
     apply(events);

@@ -30,6 +30,11 @@ export class CommitSignal {
 
 export const defaultBatchSize = 100;
 
+/** The largest batch a subscription hands over (and reads). */
+export function batchSizeOf(options: SubscribeToAllOptions): number {
+  return Math.max(1, options.batchSize ?? defaultBatchSize);
+}
+
 /**
  * A catch-up subscription to $all that becomes a live tail: reads batches after the checkpoint
  * until a read comes back short, then sleeps until the signal says something was committed.
@@ -40,7 +45,7 @@ export function runAllSubscription(
   signal: CommitSignal,
   onStopped: (subscription: AllSubscription) => void,
 ): AllSubscription {
-  const batchSize = Math.max(1, options.batchSize ?? defaultBatchSize);
+  const batchSize = batchSizeOf(options);
   const stopRequested = deferred();
   let stopped = false;
   let checkpoint = options.fromPosition;

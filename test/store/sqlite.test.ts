@@ -8,6 +8,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { EventStore, RecordedEvent } from "../../src/store/eventStore.js";
 import { openSqliteEventStore } from "../../src/store/sqlite/sqliteEventStore.js";
+import { ReadAhead } from "../../src/store/sqlite/readAhead.js";
 import { describeEventStoreContract } from "./contract.js";
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), "fixtures");
@@ -83,12 +84,18 @@ describe("sqlite event store", function () {
   });
 
   /** Collects a subscription's events from `fromPosition` until `until` says it has them all. */
-  function collect(from: EventStore, fromPosition: number) {
+  function collect(
+    from: EventStore,
+    fromPosition: number,
+    options: { batchSize?: number; onBatch?: (events: readonly RecordedEvent[]) => Promise<void> | void } = {},
+  ) {
     const delivered: RecordedEvent[] = [];
     const waiters: { count: number; resolve: () => void }[] = [];
     const subscription = from.subscribeToAll({
       fromPosition,
-      onEvents: (events) => {
+      batchSize: options.batchSize,
+      onEvents: async (events) => {
+        await options.onBatch?.(events);
         delivered.push(...events);
         for (const waiter of waiters.filter((w) => delivered.length >= w.count)) waiter.resolve();
       },
@@ -162,6 +169,111 @@ describe("sqlite event store", function () {
     await live.subscription.stop();
     expect(late.delivered).to.deep.equal(await store.readAll());
     expect(late.delivered.filter((e) => e.stream === "trimmed").map((e) => e.revision)).to.deep.equal([3, 4]);
+  });
+
+  /** `count` events in appends of 50, spread over streams, each event with its own payload. */
+  async function appendMany(to: EventStore, count: number, tag: string): Promise<void> {
+    for (let first = 0; first < count; first += 50) {
+      await to.append(
+        `${tag}-${first % 7}`,
+        Array.from({ length: Math.min(50, count - first) }, (_, k) => ({
+          type: "Many",
+          data: { tag, n: first + k, text: `quote " backslash \\ é ${first + k}`, nested: { list: [first, k] } },
+          metadata: { tag },
+        })),
+      );
+    }
+  }
+
+  describe("catch-up read on another thread (read-ahead)", function () {
+    it("a subscription far behind gets every event once, in order, as the file has them, appends made meanwhile included, then tails live", async function () {
+      store = openSqliteEventStore({ file, readAheadFrom: 200 });
+      await appendMany(store, 2_000, "before");
+      let meanwhile: Promise<void> | undefined;
+      const tail = collect(store, 0, {
+        batchSize: 64,
+        // Appends land while the thread is pages ahead: the ones after its reads must still come.
+        onBatch: (events) => {
+          if (events[0].position === 1) meanwhile = appendMany(store!, 300, "meanwhile");
+        },
+      });
+      await tail.until(2_300);
+      await meanwhile;
+      await store.append("live", [{ type: "Live", data: { after: "caught up" } }]);
+      await tail.until(2_301);
+      await tail.subscription.stop();
+      expect(tail.delivered).to.deep.equal(await store.readAll());
+      expect(tail.delivered.at(-1)!.stream).to.equal("live");
+    });
+
+    it("events committed after the thread read the head's page still come, with no further commit to wake the subscription", async function () {
+      store = openSqliteEventStore({ file, readAheadFrom: 200 });
+      await appendMany(store, 250, "before");
+      const tail = collect(store, 0, {
+        batchSize: 100,
+        // While the first page is applied, the thread has read all three (the last one short) and
+        // these land after its read: the subscription must not take that short page as the head.
+        onBatch: async (events) => {
+          if (events[0].position !== 1) return;
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          await appendMany(store!, 5, "after the read");
+        },
+      });
+      await tail.until(255);
+      await tail.subscription.stop();
+      expect(tail.delivered).to.deep.equal(await store.readAll());
+    });
+
+    it("starts from the subscription's position, and a subscription stopped mid catch-up gets nothing more", async function () {
+      store = openSqliteEventStore({ file, readAheadFrom: 200 });
+      await appendMany(store, 1_000, "before");
+      let stopping: Promise<void> | undefined;
+      const tail = collect(store, 500, {
+        batchSize: 50,
+        onBatch: () => void (stopping ??= tail.subscription.stop()),
+      });
+      await tail.until(50);
+      await stopping;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(tail.delivered.map((e) => e.position)).to.deep.equal(Array.from({ length: 50 }, (_, k) => 501 + k));
+      await store.close();
+      store = undefined;
+    });
+
+    it("when the thread cannot read the log, the subscription reads it on the event loop and misses nothing", async function () {
+      store = openSqliteEventStore({ file, readAheadFrom: 200 });
+      await appendMany(store, 1_000, "before");
+      // The store's connections hold the file open; the thread opens it by name, and finds none.
+      rmSync(file);
+      const tail = collect(store, 0, { batchSize: 64 });
+      await tail.until(1_000);
+      await tail.subscription.stop();
+      expect(tail.delivered).to.deep.equal(await store.readAll());
+    });
+
+    it("the thread's pages are the log's pages, and a page asked for out of turn is refused", async function () {
+      store = openSqliteEventStore({ file });
+      await appendMany(store, 700, "pages");
+      const ahead = new ReadAhead(file, 100, 250);
+      try {
+        expect(await ahead.next(100)).to.deep.equal(await store.readAll({ fromPosition: 100, maxCount: 250 }));
+        expect(await ahead.next(350)).to.deep.equal(await store.readAll({ fromPosition: 350, maxCount: 250 }));
+        const last = await ahead.next(600);
+        expect(last).to.deep.equal(await store.readAll({ fromPosition: 600 }));
+        expect(last).to.have.length(100);
+      } finally {
+        await ahead.close();
+      }
+      const skipping = new ReadAhead(file, 0, 100);
+      try {
+        await skipping.next(0);
+        let refused: unknown;
+        await skipping.next(150).catch((error: unknown) => (refused = error));
+        expect(String(refused)).to.match(/read-ahead page after 100, asked for one after 150/);
+      } finally {
+        await skipping.close();
+      }
+    });
   });
 
   it("appends write no row of `streams`; a truncation removing a stream's last event stores its revision there", async function () {

@@ -3,7 +3,7 @@ import { deepFreeze } from "../../json/freeze.js";
 import type { Database as Connection, Statement } from "better-sqlite3";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { CommitSignal, runAllSubscription } from "../allSubscription.js";
+import { CommitSignal, batchSizeOf, runAllSubscription } from "../allSubscription.js";
 import type {
   AllSubscription,
   AppendOptions,
@@ -26,40 +26,24 @@ import { WriterThread } from "../../sqliteWriter/thread.js";
 import type { StoreWrite } from "./writerThread.js";
 import { prepareDatabase, revisionOf, streamRevisionSql } from "./schema.js";
 import { RecentEvents } from "./recentEvents.js";
+import { eventColumns, readAllSql, toRecordedEvent, type EventRow } from "./eventRows.js";
+import { ReadAhead } from "./readAhead.js";
+import { log } from "../../observability/log.js";
 
 export interface SqliteEventStoreOptions {
   /** Path of the database file; created with its directory when missing. */
   readonly file: string;
   /** How often to look for commits made by other processes (PRAGMA data_version). */
   readonly foreignCommitPollMs?: number;
+  /** A subscription starting at least this many events behind the head reads them on a thread of its own (ReadAhead). */
+  readonly readAheadFrom?: number;
 }
 
-/** A row of `events` as the read statements return it: an array in `eventColumns` order (no object per row). */
-type EventRow = [
-  position: number,
-  stream: string,
-  revision: number,
-  id: string,
-  type: string,
-  data: string,
-  metadata: string,
-  created: number,
-];
-
-const eventColumns = "position, stream, revision, id, type, data, metadata, created";
-
-function toRecordedEvent(row: EventRow): RecordedEvent {
-  return {
-    id: row[3],
-    type: row[4],
-    data: JSON.parse(row[5]) as unknown,
-    metadata: JSON.parse(row[6]) as Record<string, unknown>,
-    stream: row[1],
-    revision: row[2],
-    position: row[0],
-    created: row[7],
-  };
-}
+/**
+ * A catch-up this long (a rebuild, a node starting far behind) reads the log on another thread:
+ * the thread's start (~30 ms) is paid back within a few thousand events.
+ */
+export const READ_AHEAD_FROM = 20_000;
 
 // SQLite's "no limit".
 const unlimited = -1;
@@ -89,7 +73,7 @@ export function openSqliteEventStore(options: SqliteEventStoreOptions): EventSto
   mkdirSync(dirname(options.file), { recursive: true });
   const db = new Database(options.file);
   try {
-    return new SqliteEventStore(db, options.file, options.foreignCommitPollMs ?? 100);
+    return new SqliteEventStore(db, options.file, options.foreignCommitPollMs ?? 100, options.readAheadFrom ?? READ_AHEAD_FROM);
   } catch (error) {
     db.close();
     throw error;
@@ -113,8 +97,9 @@ class SqliteEventStore implements EventStore {
 
   constructor(
     private readonly db: Connection,
-    file: string,
+    private readonly file: string,
     private readonly foreignCommitPollMs: number,
+    private readonly readAheadFrom: number,
   ) {
     prepareDatabase(db);
     this.statements = prepareStatements(db);
@@ -206,21 +191,47 @@ class SqliteEventStore implements EventStore {
     return recent ?? this.readFile(fromPosition, limit);
   }
 
+  /** A reader on another thread when the subscription starts far enough behind (not for an in-memory log). */
+  private readAheadFor(options: SubscribeToAllOptions): ReadAhead | undefined {
+    if (this.db.memory || this.headNow() - options.fromPosition < this.readAheadFrom) return undefined;
+    return new ReadAhead(this.file, options.fromPosition, batchSizeOf(options));
+  }
+
   private headNow(): number {
     return (this.statements.headPosition.get() as { seq: number } | undefined)?.seq ?? 0;
   }
 
   subscribeToAll(options: SubscribeToAllOptions): AllSubscription {
     this.assertOpen();
-    const subscription = runAllSubscription(
-      options,
-      (fromPosition, maxCount) => this.readTail(fromPosition, maxCount),
-      this.signal,
-      (stopped) => {
-        this.subscriptions.delete(stopped);
-        if (this.subscriptions.size === 0) this.stopForeignCommitPoll();
-      },
-    );
+    let ahead = this.readAheadFor(options);
+    const leaveReadAhead = () => {
+      void ahead?.close();
+      ahead = undefined;
+    };
+    const catchUp = async (from: ReadAhead, fromPosition: number, maxCount: number): Promise<RecordedEvent[]> => {
+      try {
+        const events = await from.next(fromPosition);
+        if (events.length === maxCount) return events;
+        // The head: the rest is read here, after the subscription took its commit signal, so a
+        // commit made since the thread's read still wakes it.
+        leaveReadAhead();
+        const last = events.length > 0 ? events[events.length - 1].position : fromPosition;
+        return events.length > 0 ? events.concat(this.readTail(last, maxCount - events.length)) : this.readTail(fromPosition, maxCount);
+      } catch (error) {
+        if (this.closed) throw error;
+        log.warn({ err: error }, "event log: the catch-up read thread failed; reading on the event loop instead");
+        leaveReadAhead();
+        return this.readTail(fromPosition, maxCount);
+      }
+    };
+    // The live tail's read stays synchronous: no extra turn per commit.
+    const read = (fromPosition: number, maxCount: number) =>
+      ahead === undefined ? this.readTail(fromPosition, maxCount) : catchUp(ahead, fromPosition, maxCount);
+    const subscription = runAllSubscription(options, read, this.signal, (stopped) => {
+      leaveReadAhead();
+      this.subscriptions.delete(stopped);
+      if (this.subscriptions.size === 0) this.stopForeignCommitPoll();
+    });
     this.subscriptions.add(subscription);
     this.startForeignCommitPoll();
     return subscription;
@@ -316,7 +327,7 @@ function prepareStatements(db: Connection) {
     streamRevision: statement(streamRevisionSql),
     readStreamForwards: rows(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`),
     readStreamBackwards: rows(`SELECT ${eventColumns} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`),
-    readAll: rows(`SELECT ${eventColumns} FROM events WHERE position > ? ORDER BY position LIMIT ?`),
+    readAll: rows(readAllSql),
     headPosition: statement("SELECT seq FROM sqlite_sequence WHERE name = 'events'"),
   };
 }

@@ -1,0 +1,51 @@
+import type { RecordedEvent } from "../eventStore.js";
+
+/** A row of `events` as the read statements return it: an array in `eventColumns` order (no object per row). */
+export type EventRow = [
+  position: number,
+  stream: string,
+  revision: number,
+  id: string,
+  type: string,
+  data: string,
+  metadata: string,
+  created: number,
+];
+
+export const eventColumns = "position, stream, revision, id, type, data, metadata, created";
+
+/** A page of $all: the events after a position, in position order. */
+export const readAllSql = `SELECT ${eventColumns} FROM events WHERE position > ? ORDER BY position LIMIT ?`;
+
+export function toRecordedEvent(row: EventRow): RecordedEvent {
+  return {
+    id: row[3],
+    type: row[4],
+    data: JSON.parse(row[5]) as unknown,
+    metadata: JSON.parse(row[6]) as Record<string, unknown>,
+    stream: row[1],
+    revision: row[2],
+    position: row[0],
+    created: row[7],
+  };
+}
+
+/**
+ * Rows as one JSON text: an array of the events as `RecordedEvent` objects, their data and
+ * metadata spliced in as stored (JSON already), so one `JSON.parse` of it gives the events
+ * themselves, every field parsed.
+ */
+export function rowsAsJson(rows: readonly EventRow[]): string {
+  let text = "[";
+  for (let i = 0; i < rows.length; i++) {
+    const [position, stream, revision, id, type, data, metadata, created] = rows[i];
+    if (i > 0) text += ",";
+    text += `{"id":${JSON.stringify(id)},"type":${JSON.stringify(type)},"data":${data},"metadata":${metadata},"stream":${JSON.stringify(stream)},"revision":${revision},"position":${position},"created":${created}}`;
+  }
+  return `${text}]`;
+}
+
+/** The other side of `rowsAsJson`. */
+export function recordedEventsOfJson(text: string): RecordedEvent[] {
+  return JSON.parse(text) as RecordedEvent[];
+}

@@ -1,0 +1,60 @@
+import type { RecordedEvent } from "../eventStore.js";
+import { WriterThread } from "../../sqliteWriter/thread.js";
+import { recordedEventsOfJson } from "./eventRows.js";
+
+/** One page as the read-ahead thread answers it. */
+export interface ReadAheadPage {
+  /** The position the page was read after. */
+  readonly after: number;
+  readonly count: number;
+  /** The rows (`rowsAsJson`). */
+  readonly json: string;
+}
+
+/** Pages asked for ahead of the one being applied: the thread reads the next while this one is. */
+const DEPTH = 3;
+
+/**
+ * A long catch-up read of $all (a rebuild, or a node starting far behind the log) with the log's
+ * reading on a thread of its own: on one thread, stepping SQLite through the rows and making a
+ * string of each column was ~40 % of a rebuild (bench/results/rebuild.md). The thread reads the
+ * next pages while the event loop applies this one, and hands each over as one JSON text, so the
+ * event loop's share of a row is one `JSON.parse` (which it did before too, per row).
+ *
+ * Pages come in order, each after the last; `next` must be called with the position the previous
+ * page ended at (the caller's checkpoint), so a page can never be skipped or applied twice.
+ */
+export class ReadAhead {
+  readonly #thread: WriterThread<Record<string, never>>;
+  readonly #pages: Promise<unknown>[] = [];
+
+  constructor(
+    file: string,
+    fromPosition: number,
+    private readonly pageSize: number,
+  ) {
+    this.#thread = new WriterThread(new URL("./readAheadThread.js", import.meta.url), { file, fromPosition, pageSize });
+    for (let i = 0; i < DEPTH; i++) this.#ask();
+  }
+
+  /** The page after `fromPosition`: shorter than the page size once the reader has reached the head. */
+  async next(fromPosition: number): Promise<RecordedEvent[]> {
+    const page = (await this.#pages.shift()) as ReadAheadPage;
+    if (page.after !== fromPosition) throw new Error(`read-ahead page after ${page.after}, asked for one after ${fromPosition}`);
+    if (page.count === this.pageSize) this.#ask();
+    return recordedEventsOfJson(page.json);
+  }
+
+  /** Ends the thread; pages asked for and not taken are dropped. */
+  async close(): Promise<void> {
+    for (const page of this.#pages.splice(0)) page.catch(() => undefined);
+    await this.#thread.close();
+  }
+
+  #ask(): void {
+    const page = this.#thread.request({});
+    // Awaited by `next`, or dropped by `close`: never an unhandled rejection in between.
+    page.catch(() => undefined);
+    this.#pages.push(page);
+  }
+}

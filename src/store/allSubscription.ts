@@ -60,6 +60,11 @@ export function runAllSubscription(
         checkpoint = events[events.length - 1].position;
       }
       if (events.length < batchSize) await Promise.race([committed, stopRequested.promise]);
+      // Catching up: timers and I/O get a turn between batches. A read that answers at once (the
+      // SQLite file, a page read ahead) and a synchronous handler would otherwise chain every
+      // batch of a long catch-up in microtasks, with nothing else on the event loop running
+      // until the head: the read models' checkpoints, for one, did not run during a rebuild.
+      else await new Promise<void>((resolve) => setImmediate(resolve));
     }
   };
 

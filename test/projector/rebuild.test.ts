@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import type { Database } from "better-sqlite3";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { allProjections } from "../../projections/index.js";
@@ -253,5 +253,27 @@ describe("projections rebuild", function () {
     await rebuildProjections(store, again, allProjections);
     await rebuildProjections(store, again, allProjections);
     expect(contents(again)).to.deep.equal(contents(fresh));
+  });
+
+  it("copies the replay's WAL back at the close, and gives the connection its automatic checkpoint back", async () => {
+    for (const { stream, events } of busyLog(5)) await store.append(stream, events);
+    const db = readModels("rebuilt.db");
+    const autocheckpoint = db.pragma("wal_autocheckpoint", { simple: true }) as number;
+    // Small enough that the replay would cross it many times if the checkpoint were left on.
+    db.pragma("wal_autocheckpoint = 10");
+    await rebuildProjections(store, db, allProjections);
+    // Nothing copied back yet: the file itself holds none of the replay's pages.
+    const fileBytes = () => statSync(join(dir, "rebuilt.db")).size;
+    const beforeClose = fileBytes();
+    expect(beforeClose, "the file's bytes before the close").to.be.at.most(db.pragma("page_size", { simple: true }) as number);
+    expect(db.pragma("wal_autocheckpoint", { simple: true })).to.equal(10);
+    const rows = contents(db);
+    db.close();
+    open.splice(open.indexOf(db), 1);
+    expect(fileBytes(), "the file's bytes after the close").to.be.above(100 * beforeClose);
+    expect(existsSync(join(dir, "rebuilt.db-wal")), "the WAL is gone once closed").to.equal(false);
+    const reopened = readModels("rebuilt.db");
+    expect(contents(reopened)).to.deep.equal(rows);
+    expect(autocheckpoint).to.equal(1000);
   });
 });

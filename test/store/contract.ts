@@ -370,6 +370,22 @@ export function describeEventStoreContract(name: string, factory: ContractFactor
         expect(Math.max(...delivery.batchSizes)).to.be.at.most(7);
       });
 
+      it("gives the event loop a turn between the batches of a catch-up", async function () {
+        const start = await store.headPosition();
+        await store.append(
+          streamName("s"),
+          Array.from({ length: 500 }, (_, i) => event("Many", { i })),
+        );
+        const delivery = new Delivery();
+        // Queued before the catch-up starts: it runs at the first turn the catch-up gives. A store
+        // whose reads answer at once must not chain every batch in microtasks until the head.
+        let seenWhenOthersRan: number | undefined;
+        setImmediate(() => (seenWhenOthersRan = mine(delivery.events).length));
+        subscribe(start, delivery, 5);
+        await delivery.until((events) => mine(events).length >= 500);
+        expect(seenWhenOthersRan).to.be.a("number").and.below(500);
+      });
+
       it("starts after the given checkpoint", async function () {
         const start = await store.headPosition();
         await store.append(streamName("s"), [event("A"), event("B")]);

@@ -51,12 +51,14 @@ export class WriterThread<Request extends object> {
     private readonly entry: URL,
     private readonly workerData: unknown,
     private readonly decodeError: (encoded: EncodedError) => Error = decodePlainError,
+    /** What the thread is, in its errors' messages. */
+    private readonly label = "SQLite writer thread",
   ) {
     this.worker = this.start();
   }
 
   request(request: Request): Promise<unknown> {
-    if (this.closing) return Promise.reject(new Error("the SQLite writer thread is closed"));
+    if (this.closing) return Promise.reject(new Error(`the ${this.label} is closed`));
     const worker = (this.worker ??= this.start());
     return this.post(worker, { request });
   }
@@ -85,7 +87,7 @@ export class WriterThread<Request extends object> {
     worker.on("error", (error) => this.lost(worker, error));
     this.exited = new Promise((resolve) =>
       worker.once("exit", (code) => {
-        this.lost(worker, new Error(`a SQLite writer thread exited (code ${code})`));
+        this.lost(worker, new Error(`a ${this.label} exited (code ${code})`));
         resolve();
       }),
     );

@@ -33,7 +33,12 @@ export class ReadAhead {
     fromPosition: number,
     private readonly pageSize: number,
   ) {
-    this.#thread = new WriterThread(new URL("./readAheadThread.js", import.meta.url), { file, fromPosition, pageSize });
+    this.#thread = new WriterThread(
+      new URL("./readAheadThread.js", import.meta.url),
+      { file, fromPosition, pageSize },
+      undefined,
+      "event log read-ahead thread",
+    );
     for (let i = 0; i < DEPTH; i++) this.#ask();
   }
 

@@ -8,7 +8,8 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { EventStore, RecordedEvent } from "../../src/store/eventStore.js";
 import { openSqliteEventStore } from "../../src/store/sqlite/sqliteEventStore.js";
-import { ReadAhead } from "../../src/store/sqlite/readAhead.js";
+import { PAGE_TEXT_BUDGET, ReadAhead, type ReadAheadPage } from "../../src/store/sqlite/readAhead.js";
+import { WriterThread } from "../../src/sqliteWriter/thread.js";
 import { describeEventStoreContract } from "./contract.js";
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), "fixtures");
@@ -248,6 +249,46 @@ describe("sqlite event store", function () {
       const tail = collect(store, 0, { batchSize: 64 });
       await tail.until(1_000);
       await tail.subscription.stop();
+      expect(tail.delivered).to.deep.equal(await store.readAll());
+    });
+
+    it("pages of large events end at their size budget and are joined back into whole batches", async function () {
+      store = openSqliteEventStore({ file, readAheadFrom: 10 });
+      // 50 events of ~300 KB: ~15 MB, so a batch of 30 (~9 MB) crosses the 8 MB page budget.
+      const big = "x".repeat(300 * 1024);
+      for (let i = 0; i < 50; i += 5) {
+        await store.append(
+          `big-${i}`,
+          Array.from({ length: 5 }, (_, k) => ({ type: "Big", data: { n: i + k, big } })),
+        );
+      }
+      // The thread itself: its first page stops at the budget, the next completes the batch.
+      const thread = new WriterThread<Record<string, never>>(new URL("../../src/store/sqlite/readAheadThread.js", import.meta.url), {
+        file,
+        fromPosition: 0,
+        pageSize: 30,
+      });
+      try {
+        const pages = [];
+        for (let i = 0; i < 4; i++) {
+          const { after, count, cut, atHead } = (await thread.request({})) as ReadAheadPage;
+          pages.push({ after, count, cut, atHead });
+        }
+        const perPage = Math.ceil(PAGE_TEXT_BUDGET / (big.length + 20));
+        expect(pages).to.deep.equal([
+          { after: 0, count: perPage, cut: true, atHead: false },
+          { after: perPage, count: 30 - perPage, cut: false, atHead: false },
+          { after: 30, count: 20, cut: false, atHead: true },
+          { after: 50, count: 0, cut: false, atHead: true },
+        ]);
+      } finally {
+        await thread.close();
+      }
+      const sizes: number[] = [];
+      const tail = collect(store, 0, { batchSize: 30, onBatch: (events) => void sizes.push(events.length) });
+      await tail.until(50);
+      await tail.subscription.stop();
+      expect(sizes).to.deep.equal([30, 20]);
       expect(tail.delivered).to.deep.equal(await store.readAll());
     });
 

@@ -7,12 +7,22 @@ export interface ReadAheadPage {
   /** The position the page was read after. */
   readonly after: number;
   readonly count: number;
+  /** Ended by PAGE_TEXT_BUDGET: the batch goes on in the next page. */
+  readonly cut: boolean;
+  /** Fewer rows than asked for, not cut: the head of the log when it was read. */
+  readonly atHead: boolean;
   /** The rows (`rowsAsJson`). */
   readonly json: string;
 }
 
 /** Pages asked for ahead of the one being applied: the thread reads the next while this one is. */
 const DEPTH = 3;
+
+/**
+ * Most data and metadata text in one page (8 MB): a page of large events ends early and its batch
+ * goes on in the next, so the pages read ahead hold at most a few times this.
+ */
+export const PAGE_TEXT_BUDGET = 8 * 1024 * 1024;
 
 /**
  * A long catch-up read of $all (a rebuild, or a node starting far behind the log) with the log's
@@ -28,11 +38,7 @@ export class ReadAhead {
   readonly #thread: WriterThread<Record<string, never>>;
   readonly #pages: Promise<unknown>[] = [];
 
-  constructor(
-    file: string,
-    fromPosition: number,
-    private readonly pageSize: number,
-  ) {
+  constructor(file: string, fromPosition: number, pageSize: number) {
     this.#thread = new WriterThread(
       new URL("./readAheadThread.js", import.meta.url),
       { file, fromPosition, pageSize },
@@ -42,12 +48,22 @@ export class ReadAhead {
     for (let i = 0; i < DEPTH; i++) this.#ask();
   }
 
-  /** The page after `fromPosition`: shorter than the page size once the reader has reached the head. */
+  /**
+   * The batch after `fromPosition`: the page size's events, fewer once the reader has reached
+   * the head. Pages cut by their size are joined into the batch they belong to.
+   */
   async next(fromPosition: number): Promise<RecordedEvent[]> {
-    const page = (await this.#pages.shift()) as ReadAheadPage;
-    if (page.after !== fromPosition) throw new Error(`read-ahead page after ${page.after}, asked for one after ${fromPosition}`);
-    if (page.count === this.pageSize) this.#ask();
-    return recordedEventsOfJson(page.json);
+    let batch: RecordedEvent[] | undefined;
+    let after = fromPosition;
+    for (;;) {
+      const page = (await this.#pages.shift()) as ReadAheadPage;
+      if (page.after !== after) throw new Error(`read-ahead page after ${page.after}, asked for one after ${after}`);
+      if (!page.atHead) this.#ask();
+      const events = recordedEventsOfJson(page.json);
+      batch = batch === undefined ? events : batch.concat(events);
+      if (!page.cut) return batch;
+      after = events[events.length - 1].position;
+    }
   }
 
   /** Ends the thread; pages asked for and not taken are dropped. */

@@ -254,19 +254,25 @@ describe("sqlite event store", function () {
 
     it("pages of large events end at their size budget and are joined back into whole batches", async function () {
       store = openSqliteEventStore({ file, readAheadFrom: 10 });
-      // 50 events of ~300 KB: ~15 MB, so a batch of 30 (~9 MB) crosses the 8 MB page budget.
-      const big = "x".repeat(300 * 1024);
-      for (let i = 0; i < 50; i += 5) {
+      // 100 events of ~200 KB: a batch of 60 (~12 MB) crosses the 8 MB page budget.
+      const big = "x".repeat(200 * 1024);
+      for (let i = 0; i < 100; i += 5) {
         await store.append(
           `big-${i}`,
           Array.from({ length: 5 }, (_, k) => ({ type: "Big", data: { n: i + k, big } })),
         );
       }
+      // Where the budget falls: the first row that brings the page's text to it ends the page.
+      let perPage = 0;
+      for (let bytes = 0; bytes < PAGE_TEXT_BUDGET; perPage++) {
+        bytes += JSON.stringify({ n: perPage, big }).length + "{}".length;
+      }
+      expect(perPage).to.be.within(33, 59);
       // The thread itself: its first page stops at the budget, the next completes the batch.
       const thread = new WriterThread<Record<string, never>>(new URL("../../src/store/sqlite/readAheadThread.js", import.meta.url), {
         file,
         fromPosition: 0,
-        pageSize: 30,
+        pageSize: 60,
       });
       try {
         const pages = [];
@@ -274,21 +280,20 @@ describe("sqlite event store", function () {
           const { after, count, cut, atHead } = (await thread.request({})) as ReadAheadPage;
           pages.push({ after, count, cut, atHead });
         }
-        const perPage = Math.ceil(PAGE_TEXT_BUDGET / (big.length + 20));
         expect(pages).to.deep.equal([
           { after: 0, count: perPage, cut: true, atHead: false },
-          { after: perPage, count: 30 - perPage, cut: false, atHead: false },
-          { after: 30, count: 20, cut: false, atHead: true },
-          { after: 50, count: 0, cut: false, atHead: true },
+          { after: perPage, count: 60 - perPage, cut: false, atHead: false },
+          { after: 60, count: 40, cut: false, atHead: true },
+          { after: 100, count: 0, cut: false, atHead: true },
         ]);
       } finally {
         await thread.close();
       }
       const sizes: number[] = [];
-      const tail = collect(store, 0, { batchSize: 30, onBatch: (events) => void sizes.push(events.length) });
-      await tail.until(50);
+      const tail = collect(store, 0, { batchSize: 60, onBatch: (events) => void sizes.push(events.length) });
+      await tail.until(100);
       await tail.subscription.stop();
-      expect(sizes).to.deep.equal([30, 20]);
+      expect(sizes).to.deep.equal([60, 40]);
       expect(tail.delivered).to.deep.equal(await store.readAll());
     });
 

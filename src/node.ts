@@ -151,7 +151,10 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   projector.onApplied(() => checkpoints.committed());
   projector.start();
   closers.push(() => projector.stop());
-  await projector.catchUp(10 * 60_000);
+  // However far behind (a projection's version changed, a large log replayed): as long as it moves.
+  await projector.catchUpWhileMoving({
+    onProgress: (position, head) => log.info({ position, head }, "catching up the read models before serving"),
+  });
   const accounts = new Accounts(store, clock);
   const bootstrapKey = await bootstrap(accounts, await store.headPosition(), config);
 

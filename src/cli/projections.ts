@@ -24,7 +24,9 @@ export function projectionsCommands(program: Command): void {
       const db = openReadModels(readModelsFile(config));
       const started = Date.now();
       try {
-        const position = await rebuildProjections(store, db, allProjections);
+        const position = await rebuildProjections(store, db, allProjections, {
+          onProgress: (at, head) => process.stderr.write(`headwater: rebuilding, at position ${at} of ${head}\n`),
+        });
         // Closing copies the rest of the WAL back into the file: part of the rebuild's time.
         db.close();
         printJson({ rebuilt: allProjections.map((p) => p.name), position, ms: Date.now() - started });

@@ -7,6 +7,17 @@ import { statement } from "../readModels/statements.js";
 type Waiter = { position: number; resolve: () => void; reject: (error: unknown) => void };
 export type AppliedListener = (events: readonly RecordedEvent[]) => void;
 
+/** How long a whole catch-up (a node's start, a rebuild) may go with nothing projected before it gives up. */
+export const CATCH_UP_STALL_MS = 120_000;
+
+export interface CatchUpOptions {
+  /** Gives up after this long with nothing projected (default CATCH_UP_STALL_MS). */
+  readonly stallMs?: number;
+  /** How often `onProgress` hears of a catch-up that is still moving (default 10 s). */
+  readonly reportEveryMs?: number;
+  readonly onProgress?: (position: number, head: number) => void;
+}
+
 /**
  * Feeds every projection from $all into the node's read-model database. Each batch and the
  * checkpoints it moves are one transaction. Writers await `waitFor(position)` for read-your-writes.
@@ -60,18 +71,25 @@ export class Projector {
   }
 
   /** Resolves once the read models include everything up to `position`. */
-  waitFor(position: number, timeoutMs = 30_000): Promise<void> {
+  async waitFor(position: number, timeoutMs = 30_000): Promise<void> {
+    if (!(await this.#reached(position, timeoutMs))) {
+      throw new Error(`read models did not reach position ${position} within ${timeoutMs} ms (at ${this.#position})`);
+    }
+  }
+
+  /** True once the read models include `position`, false after `timeoutMs` without; rejects if the projector failed. */
+  #reached(position: number, timeoutMs: number): Promise<boolean> {
     if (this.#failure) return Promise.reject(this.#failure instanceof Error ? this.#failure : new Error("the projector stopped"));
-    if (position <= this.#position) return Promise.resolve();
+    if (position <= this.#position) return Promise.resolve(true);
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         position,
-        resolve: () => (clearTimeout(timer), resolve()),
+        resolve: () => (clearTimeout(timer), resolve(true)),
         reject: (error) => (clearTimeout(timer), reject(error)),
       };
       const timer = setTimeout(() => {
         this.#waiters = this.#waiters.filter((w) => w !== waiter);
-        reject(new Error(`read models did not reach position ${position} within ${timeoutMs} ms (at ${this.#position})`));
+        resolve(false);
       }, timeoutMs);
       this.#waiters.push(waiter);
     });
@@ -80,6 +98,28 @@ export class Projector {
   /** Waits until everything committed to the log so far (by any process) is projected. */
   async catchUp(timeoutMs?: number): Promise<void> {
     await this.waitFor(await this.store.headPosition(), timeoutMs);
+  }
+
+  /**
+   * Waits until everything committed to the log so far is projected, however long that takes
+   * while the read models move (a node starting far behind, a rebuild of a large log): gives up
+   * only when nothing was projected for `stallMs`, or when the projector failed. `onProgress` hears
+   * the position every `reportEveryMs` on the way.
+   */
+  async catchUpWhileMoving(options: CatchUpOptions = {}): Promise<void> {
+    const { stallMs = CATCH_UP_STALL_MS, reportEveryMs = 10_000, onProgress } = options;
+    const head = await this.store.headPosition();
+    let seen = this.#position;
+    let movedAt = Date.now();
+    while (!(await this.#reached(head, Math.min(reportEveryMs, stallMs)))) {
+      if (this.#position > seen) {
+        seen = this.#position;
+        movedAt = Date.now();
+        onProgress?.(seen, head);
+      } else if (Date.now() - movedAt >= stallMs) {
+        throw new Error(`read models stopped at position ${seen} of ${head}: nothing projected for ${stallMs} ms`);
+      }
+    }
   }
 
   /** Called after each committed batch: live consumers (SSE) hang off the projector's tail. */
@@ -177,7 +217,12 @@ const REBUILD_BATCH = 3_000;
  * alongside took a core from the replay (the rebuild ~8 % slower in three alternated pairs,
  * bench/results/rebuild.md). The WAL grows to about the rebuilt models' size until then.
  */
-export async function rebuildProjections(store: EventStore, db: Database, projections: readonly Projection[]): Promise<number> {
+export async function rebuildProjections(
+  store: EventStore,
+  db: Database,
+  projections: readonly Projection[],
+  progress?: CatchUpOptions,
+): Promise<number> {
   db.transaction(() => {
     for (const projection of projections) for (const table of projection.tables) db.exec(`DROP TABLE IF EXISTS ${table}`);
     db.exec("DROP TABLE IF EXISTS projection_checkpoints");
@@ -187,7 +232,7 @@ export async function rebuildProjections(store: EventStore, db: Database, projec
   db.pragma("wal_autocheckpoint = 0");
   projector.start();
   try {
-    await projector.catchUp(10 * 60_000);
+    await projector.catchUpWhileMoving(progress);
   } finally {
     await projector.stop();
     if (db.open) db.pragma(`wal_autocheckpoint = ${autocheckpoint}`);

@@ -64,6 +64,7 @@ import { WorkflowsReadModel } from "./readModels/workflows.js";
 import { WorkflowService } from "./workflows/service.js";
 import { WORKFLOW_RUNS_TOPIC, WorkflowRunQueue, WorkflowRunner, startWorkflowRunner, type StepExecutor } from "./workflows/runner.js";
 import { log, setLogLevel } from "./observability/log.js";
+import { StartingResponder } from "./api/starting.js";
 import { Metrics } from "./observability/metrics.js";
 import { Readiness } from "./observability/health.js";
 import { StreamTokens } from "./api/streamTokens.js";
@@ -139,6 +140,41 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   setLogLevel(config.logLevel);
   const roles = new Set(config.roles);
   const closers: (() => Promise<void> | void)[] = [() => lock.release()];
+
+  // The api role takes its port first and answers probes while the node starts (src/api/starting.ts).
+  let server: http.Server | undefined;
+  let listeningUrl = "";
+  let inFlightRequests = 0;
+  const requestsDrained = new Set<() => void>();
+  const starting = new StartingResponder(VERSION);
+  let handleRequest: http.RequestListener = starting.handle;
+  if (roles.has("api")) {
+    const listening = http.createServer((req, res) => handleRequest(req, res));
+    // Longer than the usual client and proxy idle timeouts, so a client never reuses a socket the server is closing.
+    listening.keepAliveTimeout = 65_000;
+    listening.headersTimeout = 66_000;
+    listening.on("request", (_req, res) => {
+      inFlightRequests++;
+      res.once("close", () => {
+        inFlightRequests--;
+        if (inFlightRequests === 0) for (const drained of requestsDrained) drained();
+      });
+    });
+    // A malformed request or a reset socket is answered (or dropped) by itself, never thrown.
+    listening.on("clientError", (_error, socket) => {
+      if (socket.writable && !socket.destroyed) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+      else socket.destroy();
+    });
+    server = listening;
+    await new Promise<void>((resolve, reject) => {
+      listening.once("error", reject);
+      listening.listen(config.port, config.host, () => resolve());
+    });
+    const address = listening.address() as AddressInfo;
+    const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+    listeningUrl = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+  }
+
   const store = await openEventStore(config.eventStore);
   closers.push(() => store.close());
   const db = openReadModels(readModelsFile(config));
@@ -152,9 +188,12 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   projector.start();
   closers.push(() => projector.stop());
   // However far behind (a projection's version changed, a large log replayed): as long as it moves.
+  const head = await store.headPosition();
+  starting.step("catching up the read models with the log", () => ({ position: Math.min(projector.position, head), head }));
   await projector.catchUpWhileMoving({
-    onProgress: (position, head) => log.info({ position, head }, "catching up the read models before serving"),
+    onProgress: (position, logHead) => log.info({ position, head: logHead }, "catching up the read models before serving"),
   });
+  starting.step("opening the bus and the sandboxes");
   const accounts = new Accounts(store, clock);
   const bootstrapKey = await bootstrap(accounts, await store.headPosition(), config);
 
@@ -172,7 +211,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const replies = await openReplyChannel({ bus, nodeId });
   closers.push(() => replies.close());
 
-  let publicUrl = config.publicUrl ?? "";
+  const publicUrl = config.publicUrl ?? listeningUrl;
   const endpointUrl = (endpointId: string) => `${config.endpointUrl ?? publicUrl}/e/${endpointId}`;
   const accountsView = new AccountsReadModel(db, projector);
   const usage = new UsageReadModel(db);
@@ -332,11 +371,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
 
   await catalog.publishRegistry((position) => projector.waitFor(position));
 
-  let server: http.Server | undefined;
-  let listeningUrl = "";
   let hub: SseHub | undefined;
-  let inFlightRequests = 0;
-  const requestsDrained = new Set<() => void>();
   const metrics = new Metrics(
     {
       headPosition: () => store.headPosition(),
@@ -365,31 +400,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     closers.push(() => sse.close());
     const app = createApp(deps, sse, { version: VERSION, operations: { readiness, metrics, metricsToken: config.metricsToken } });
     const handle = app.callback();
-    const listening = http.createServer((req, res) => void handle(req, res));
-    // Longer than the usual client and proxy idle timeouts, so a client never reuses a socket the server is closing.
-    listening.keepAliveTimeout = 65_000;
-    listening.headersTimeout = 66_000;
-    listening.on("request", (_req, res) => {
-      inFlightRequests++;
-      res.once("close", () => {
-        inFlightRequests--;
-        if (inFlightRequests === 0) for (const drained of requestsDrained) drained();
-      });
-    });
-    // A malformed request or a reset socket is answered (or dropped) by itself, never thrown.
-    listening.on("clientError", (_error, socket) => {
-      if (socket.writable && !socket.destroyed) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
-      else socket.destroy();
-    });
-    server = listening;
-    await new Promise<void>((resolve, reject) => {
-      listening.once("error", reject);
-      listening.listen(config.port, config.host, () => resolve());
-    });
-    const address = listening.address() as AddressInfo;
-    const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
-    listeningUrl = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
-    if (!config.publicUrl) publicUrl = listeningUrl;
+    handleRequest = (req, res) => void handle(req, res);
   }
 
   // Runs start once the public URL (endpoint URLs) is known.

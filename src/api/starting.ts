@@ -1,8 +1,9 @@
 // What a node with the api role answers while it starts (docs/decisions.md, "A starting node
 // already listens"): its port is taken first, so a liveness probe sees the process alive while the
 // read models catch up with a large log, a readiness probe sees why it is not ready yet, and a
-// client gets 503 with Retry-After instead of a refused connection. The API takes over the same
-// listener once the node has started.
+// client gets 503 with Retry-After instead of a refused connection (an event stream's connection
+// is dropped instead, so it reconnects). The API takes over the same listener once the node has
+// started.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ErrorBody } from "./errors.js";
 
@@ -32,6 +33,10 @@ export class StartingResponder {
       send(res, 200, { status: "ok", version: this.version, uptime_s: Math.floor((Date.now() - this.#startedAt) / 1000) });
     } else if (read && path === "/readyz") {
       send(res, 503, this.#readiness());
+    } else if (path.endsWith("/sse") || (req.headers.accept ?? "").includes("text/event-stream")) {
+      // An answer other than 200 is final for an EventSource; a dropped connection makes it try
+      // again, as a refused one did: live views and followers outlive a restart.
+      req.socket.destroy();
     } else {
       const body: ErrorBody = { error: `the node is starting (${this.#describe()}); try again shortly`, code: "unavailable" };
       res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));

@@ -45,7 +45,7 @@ async function writeLog(file: string, emitters: number, perEmitter: number): Pro
 describe("a starting node already answers on its port (real server)", function () {
   this.timeout(180_000);
 
-  it("while its read models catch up: /healthz 200, /readyz 503 with the lag, the API 503 with Retry-After; then it serves", async () => {
+  it("while its read models catch up: /healthz 200, /readyz 503 with the lag, the API 503 with Retry-After, event streams dropped; then it serves", async () => {
     const dataDir = tempDataDir();
     // 400,000 events: seconds of catch-up before the node can serve.
     await writeLog(path.join(dataDir, "events.db"), 4_000, 100);
@@ -62,7 +62,15 @@ describe("a starting node already answers on its port (real server)", function (
     let lag: number | undefined;
     while (!done) {
       try {
-        const [health, ready, api] = await Promise.all([early.get("/healthz"), early.get("/readyz"), early.get("/v1/users/me")]);
+        const [health, ready, api, stream] = await Promise.all([
+          early.get("/healthz"),
+          early.get("/readyz"),
+          early.get("/v1/users/me"),
+          early.get("/sources/dc_any/sse", { accept: "text/event-stream" }).then(
+            (r) => `answered ${r.status}`,
+            (error: { cause?: { code?: string } }) => error.cause?.code ?? "failed",
+          ),
+        ]);
         if (server.output.includes("Headwater listening") || done) break;
         expect(health.status).to.equal(200);
         expect(health.body).to.include({ status: "ok" });
@@ -76,6 +84,8 @@ describe("a starting node already answers on its port (real server)", function (
         expect(api.status).to.equal(503);
         expect(api.body).to.include({ code: "unavailable" });
         expect(Number(api.headers.get("retry-after"))).to.be.greaterThan(0);
+        // An event stream is dropped unanswered (an EventSource then reconnects; a 503 would end it).
+        expect(stream).to.be.oneOf(["UND_ERR_SOCKET", "ECONNRESET"]);
         seen.health += 1;
         seen.api += 1;
       } catch (error) {

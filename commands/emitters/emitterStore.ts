@@ -46,6 +46,22 @@ async function lastRunRecorded(store: EventStore, stream: string): Promise<{ eve
   return { revision };
 }
 
+/**
+ * Starts the append that goes beside a run's own (its log), in the same group commit. It is
+ * awaited once the run's append succeeded; when that append fails, so did this one (the group's
+ * transaction), and the failure thrown is the run's. So it is marked handled here: left unhandled,
+ * its rejection would end the process (it did, when the log stayed locked past SQLite's busy
+ * timeout: test/sources/batching.test.ts).
+ */
+function startAlongside<D>(
+  start: ((decided: D) => Promise<number | undefined>) | undefined,
+  decided: D,
+): Promise<number | undefined> | undefined {
+  const started = start?.(decided);
+  started?.catch(() => undefined);
+  return started;
+}
+
 export interface RecordedBatch {
   /** One per command, in order (a run already recorded is a duplicate). */
   readonly decisions: RunDecision[];
@@ -138,7 +154,7 @@ export class EmitterStore {
           after = loaded;
           return undefined;
         }
-        alongside ??= options.alongside?.(decisions);
+        alongside ??= startAlongside(options.alongside, decisions);
         stream = batch.emitted ? "emits" : "db";
         after = { ...loaded, state: batch.state };
         return stream === "emits"
@@ -197,7 +213,7 @@ export class EmitterStore {
       (loaded) => {
         decision = recordRun(command, loaded.state);
         if (decision.kind === "duplicate") return undefined;
-        alongside ??= options.alongside?.(decision);
+        alongside ??= startAlongside(options.alongside, decision);
         return decision.kind === "emits"
           ? { stream: streams.emitter(command.emitterId), events: decision.events, expectedRevision: loaded.emitterRevision ?? "no_stream" }
           : { stream: streams.emitterDb(command.emitterId), events: decision.events, expectedRevision: loaded.dbRevision ?? "no_stream" };

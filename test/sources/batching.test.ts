@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import Database from "better-sqlite3";
 import path from "node:path";
-import { TestServer, type ApiClient } from "../harness/server.js";
+import { TestServer, testMode, type ApiClient } from "../harness/server.js";
 import { deploy, eventually, events, me, sleep, type EventSummary } from "./sourcesSupport.js";
 import kafkajs from "kafkajs";
 import { partitionForKey } from "../../src/bus/partition.js";
@@ -405,3 +405,47 @@ describe("sources: custom responses on the node that runs them (real server)", f
       ).to.deep.equal(after);
     }));
 });
+
+// The failure is injected by holding the embedded log's write lock (SQLite gives up after its busy
+// timeout). The scaled log (PostgreSQL) waits for a lock as long as it is held, so there is no
+// failure to inject that way: defined in the embedded run only (the runner's skip under test is
+// the same code in both modes).
+if (testMode() === "embedded") {
+  describe("sources: a custom-response call retried after a failed record (real server)", function () {
+    this.timeout(120_000);
+
+    it("what the call already answered is not run again by the bus's retry: each request's event once", () =>
+      withServer(async (server) => {
+        const client = server.client();
+        const source = await deploy(client, RESPONDER);
+        const url = endpointOf(source);
+        // The first run holds the source; the second arrives meanwhile and the same call takes it next.
+        const first = post(url, { n: 1, holdMs: 800 });
+        await sleep(200);
+        const second = post(url, { n: 2, holdMs: 800 });
+        const answerOne = await first;
+        expect(answerOne.status).to.equal(200);
+        expect(await answerOne.json()).to.deep.equal({ n: 1 });
+        // The first is recorded and answered; the second is in the sandbox. Its record will find the
+        // log locked, give up after SQLite's busy timeout, and the bus will retry the whole call.
+        const lock = new Database(path.join(server.dataDir, "events.db"));
+        lock.exec("BEGIN IMMEDIATE");
+        try {
+          await eventually(
+            "the second run's record to fail",
+            async () => (server.output.includes("a batch could not be recorded") ? true : undefined),
+            30_000,
+          );
+        } finally {
+          lock.exec("COMMIT");
+          lock.close();
+        }
+        const answerTwo = await second;
+        expect(answerTwo.status).to.equal(200);
+        expect(await answerTwo.json()).to.deep.equal({ n: 2 });
+        await sleep(1000); // a run of the first again (the defect) would be recorded by now
+        const emitted = (await events(client, source.id)).map((e) => e.event.n as number);
+        expect(emitted).to.deep.equal([1, 2]);
+      }));
+  });
+}

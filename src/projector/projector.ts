@@ -7,6 +7,10 @@ import { statement } from "../readModels/statements.js";
 type Waiter = { position: number; resolve: () => void; reject: (error: unknown) => void };
 export type AppliedListener = (events: readonly RecordedEvent[]) => void;
 
+/** The projector's pauses before reading the log again after a failure: doubled from the first up to the last. */
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 30_000;
+
 /** How long a whole catch-up (a node's start, a rebuild) may go with nothing projected before it gives up. */
 export const CATCH_UP_STALL_MS = 120_000;
 
@@ -28,6 +32,9 @@ export class Projector {
   #waiters: Waiter[] = [];
   #listeners = new Set<AppliedListener>();
   #failure: unknown;
+  #stopped = false;
+  #retry: NodeJS.Timeout | undefined;
+  #retryMs = 0;
   readonly #checkpoints = new Map<string, number>();
   /** Event type -> indexes of the projections that handle it. */
   readonly #readers = new Map<string, number[]>();
@@ -55,17 +62,23 @@ export class Projector {
 
   start(): void {
     this.#prepareSchema();
+    this.#subscribe();
+  }
+
+  #subscribe(): void {
     const from = Math.min(...this.projections.map((p) => this.#checkpoints.get(p.name) ?? 0));
     this.#position = from;
     this.#subscription = this.store.subscribeToAll({
       fromPosition: from,
       batchSize: this.batchSize,
       onEvents: (events) => this.#applyBatch(events),
-      onError: (error) => this.#fail(error),
+      onError: (error) => this.#failed(error),
     });
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#retry);
     await this.#subscription?.stop();
     this.#subscription = undefined;
   }
@@ -79,7 +92,7 @@ export class Projector {
 
   /** True once the read models include `position`, false after `timeoutMs` without; rejects if the projector failed. */
   #reached(position: number, timeoutMs: number): Promise<boolean> {
-    if (this.#failure) return Promise.reject(this.#failure instanceof Error ? this.#failure : new Error("the projector stopped"));
+    if (this.#failure) return Promise.reject(this.#failure instanceof Error ? this.#failure : new Error("the projector failed"));
     if (position <= this.#position) return Promise.resolve(true);
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
@@ -173,6 +186,11 @@ export class Projector {
       this.#checkpoints.set(projection.name, Math.max(last, this.#checkpoints.get(projection.name) ?? 0));
     }
     this.#position = last;
+    if (this.#failure !== undefined) {
+      log.info({ position: last }, "projector: applying the log again");
+      this.#failure = undefined;
+      this.#retryMs = 0;
+    }
     const ready = this.#waiters.filter((w) => w.position <= last);
     this.#waiters = this.#waiters.filter((w) => w.position > last);
     for (const waiter of ready) waiter.resolve();
@@ -193,12 +211,28 @@ export class Projector {
     return inbox;
   }
 
-  #fail(error: unknown): void {
+  /**
+   * A batch (or the log's read) failed: its transaction was rolled back, so the projector reads
+   * again from its checkpoints after a pause, doubling up to RETRY_MAX_MS. A transient failure (the
+   * file locked past SQLite's busy timeout, a full disk, the log's store unreachable) heals by
+   * itself; a lasting one is logged at every attempt. Meanwhile waiters fail at once and the node
+   * is not ready (/readyz).
+   */
+  #failed(error: unknown): void {
+    this.#subscription = undefined;
     this.#failure = error;
-    log.fatal({ err: error }, "projector stopped");
+    this.#retryMs = Math.min(RETRY_MAX_MS, this.#retryMs * 2 || RETRY_FIRST_MS);
+    log.error(
+      { err: error, position: this.#position, retryInMs: this.#retryMs },
+      "projector: reading or applying the log failed; trying again",
+    );
     const waiters = this.#waiters;
     this.#waiters = [];
     for (const waiter of waiters) waiter.reject(error);
+    if (this.#stopped) return;
+    this.#retry = setTimeout(() => {
+      if (!this.#stopped) this.#subscribe();
+    }, this.#retryMs);
   }
 }
 

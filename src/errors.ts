@@ -23,6 +23,12 @@ export function toDomainError(error: unknown): DomainError {
   if (error instanceof JsonLimitError) {
     return error.reason === "too_deep" ? new DomainError("json_too_deep", error.message) : new DomainError("malformed_json", error.message);
   }
+  // A storage file held locked past SQLite's busy timeout (another process writing, a long
+  // checkpoint): nothing was written, and the same request can succeed a moment later.
+  const sqliteCode = (error as { code?: unknown } | undefined)?.code;
+  if (sqliteCode === "SQLITE_BUSY" || sqliteCode === "SQLITE_LOCKED") {
+    return new DomainError("unavailable", "storage is busy; nothing was written, try again", undefined, 1);
+  }
   // koa/http-errors from the router (405) and raw-body (413, 400) carry a safe status and message.
   const status = (error as { status?: unknown } | undefined)?.status;
   if (typeof status === "number" && status >= 400 && status < 500) {

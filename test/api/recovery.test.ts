@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import Database from "better-sqlite3";
 import path from "node:path";
-import { TestServer } from "../harness/server.js";
+import { TestServer, testMode } from "../harness/server.js";
 import { eventually } from "../harness/receiver.js";
 
 // A node whose storage fails for a while (here: its read-model file held locked by another
@@ -60,4 +60,36 @@ describe("a node recovers from its read models failing for a while (real server)
     const created = await client.post("/v1/sources", { component_code: ECHO, name: "recovery-after" });
     expect(created.status, JSON.stringify(created.body)).to.equal(200);
   });
+
+  // The embedded bus is a SQLite file too (the scaled one is Kafka).
+  if (testMode() === "embedded") {
+    it("a request that cannot be queued because the bus's file is locked gets 503 with Retry-After, and is taken once it is free", async () => {
+      const client = server.client();
+      const source = (await client.post("/v1/sources", { component_code: ECHO, name: "recovery-bus" })).body.data;
+      const post = (n: number) =>
+        fetch(source.configured_props.http.endpoint_url as string, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ n }),
+        });
+      const lock = new Database(path.join(server.dataDir, "bus.db"));
+      lock.exec("BEGIN IMMEDIATE");
+      let refused: Response;
+      try {
+        refused = await post(1);
+      } finally {
+        lock.exec("COMMIT");
+        lock.close();
+      }
+      expect(refused.status).to.equal(503);
+      expect(refused.headers.get("retry-after")).to.equal("1");
+      expect(await refused.json()).to.include({ code: "unavailable" });
+      expect((await post(2)).status).to.equal(200);
+      const listed = await eventually(async () => {
+        const r = await client.get(`/v1/sources/${source.id}/event_summaries?expand=event`);
+        return r.body.data.length > 0 ? r.body.data : undefined;
+      }, 15_000);
+      expect(listed.map((e: { event: { n: number } }) => e.event.n)).to.deep.equal([2]);
+    });
+  }
 });

@@ -29,6 +29,8 @@ export function toDomainError(error: unknown): DomainError {
   if (sqliteCode === "SQLITE_BUSY" || sqliteCode === "SQLITE_LOCKED") {
     return new DomainError("unavailable", "storage is busy; nothing was written, try again", undefined, 1);
   }
+  // The disk is full: nothing was written either; it takes an operator, so ask for a longer wait.
+  if (sqliteCode === "SQLITE_FULL") return new DomainError("unavailable", "storage is full; nothing was written", undefined, 30);
   // koa/http-errors from the router (405) and raw-body (413, 400) carry a safe status and message.
   const status = (error as { status?: unknown } | undefined)?.status;
   if (typeof status === "number" && status >= 400 && status < 500) {

@@ -1,0 +1,39 @@
+import { expect } from "chai";
+import Database from "better-sqlite3";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { toDomainError } from "./errors.js";
+
+describe("toDomainError: storage failures a client can retry", () => {
+  it("a SQLite file locked past the busy timeout (a real SQLITE_BUSY) is 503 unavailable, retry after 1 s", () => {
+    const dir = mkdtempSync(join(tmpdir(), "hw-errors-"));
+    const holder = new Database(join(dir, "f.db"));
+    const writer = new Database(join(dir, "f.db"), { timeout: 0 });
+    try {
+      holder.exec("CREATE TABLE t (x)");
+      holder.exec("BEGIN IMMEDIATE");
+      let thrown: unknown;
+      try {
+        writer.exec("INSERT INTO t VALUES (1)");
+      } catch (error) {
+        thrown = error;
+      }
+      expect((thrown as { code?: string }).code).to.equal("SQLITE_BUSY");
+      const mapped = toDomainError(thrown);
+      expect(mapped.code).to.equal("unavailable");
+      expect(mapped.retryAfterSeconds).to.equal(1);
+    } finally {
+      holder.close();
+      writer.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a full disk (SQLITE_FULL) is 503 unavailable with a longer wait; other errors stay internal", () => {
+    const full = Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" });
+    expect(toDomainError(full)).to.include({ code: "unavailable", retryAfterSeconds: 30 });
+    const other = Object.assign(new Error("disk I/O error"), { code: "SQLITE_IOERR" });
+    expect(toDomainError(other)).to.include({ code: "internal", message: "internal error" });
+  });
+});

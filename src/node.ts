@@ -198,7 +198,9 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const bootstrapKey = await bootstrap(accounts, await store.headPosition(), config);
 
   const sealer = loadSealer(config.secretKey, config.dataDir);
-  const runtime = new IsolatedRuntime(config.runtime);
+  const runtime = new IsolatedRuntime(config.runtime, {
+    onReplaced: ({ reason, ...details }) => log.warn({ ...details, reason: reason.code }, `sandbox process replaced: ${reason.message}`),
+  });
   closers.push(() => runtime.close());
   const nodeId = nodeIdOf(config);
   const bus = await openBus(config.bus, { file: path.join(config.dataDir, "bus.db"), clientId: `headwater-${nodeId}`, log: busLog });

@@ -1,4 +1,5 @@
 import { prepareComponent, ComponentValidationError, Runtime, type RuntimeOptions } from "./index.js";
+import type { RuntimeEvents } from "./sandbox/runtime.js";
 import type { PrepareInput } from "./component/prepare.js";
 import type { Invocation, InvocationCallbacks, InvocationOutcome, PreparedComponent } from "./types.js";
 
@@ -24,8 +25,11 @@ export interface ComponentRuntime {
 export class IsolatedRuntime implements ComponentRuntime {
   readonly #runtime: Runtime;
 
-  constructor(private readonly options: RuntimeOptions & { npmRegistry?: string }) {
-    this.#runtime = new Runtime(options);
+  constructor(
+    private readonly options: RuntimeOptions & { npmRegistry?: string },
+    events: RuntimeEvents = {},
+  ) {
+    this.#runtime = new Runtime(options, events);
   }
 
   async prepare(input: ComponentSource): Promise<PreparedComponent> {

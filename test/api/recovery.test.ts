@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import Database from "better-sqlite3";
+import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { TestServer, testMode } from "../harness/server.js";
 import { eventually } from "../harness/receiver.js";
@@ -59,6 +60,36 @@ describe("a node recovers from its read models failing for a while (real server)
     expect(listed.map((e: { event: { n: number } }) => e.event.n)).to.deep.equal([3, 2, 1]);
     const created = await client.post("/v1/sources", { component_code: ECHO, name: "recovery-after" });
     expect(created.status, JSON.stringify(created.body)).to.equal(200);
+  });
+
+  it("a sandbox process killed from outside is replaced and says so in the node's log; runs go on", async () => {
+    const client = server.client();
+    const source = (await client.post("/v1/sources", { component_code: ECHO, name: "recovery-sandbox" })).body.data;
+    const post = (n: number) =>
+      fetch(source.configured_props.http.endpoint_url as string, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ n }),
+      });
+    expect((await post(1)).status).to.equal(200);
+    await eventually(async () =>
+      (await client.get(`/v1/sources/${source.id}/event_summaries`)).body.data.length === 1 ? true : undefined,
+    );
+    // The sandbox processes are the node's children that run the runner worker.
+    const children = execFileSync("pgrep", ["-P", String(server.pid), "-f", "worker"], { encoding: "utf8" })
+      .trim()
+      .split("\n");
+    expect(children.length).to.be.greaterThan(0);
+    for (const pid of children) process.kill(Number(pid), "SIGKILL");
+    await eventually(async () => (server.output.includes("sandbox process replaced") ? true : undefined), 15_000);
+    const line = server.output.split("\n").find((l) => l.includes("sandbox process replaced"))!;
+    expect(JSON.parse(line)).to.include({ level: 40, reason: "RUNNER_CRASHED", signal: "SIGKILL" });
+    expect((await post(2)).status).to.equal(200);
+    const listed = await eventually(async () => {
+      const r = await client.get(`/v1/sources/${source.id}/event_summaries?expand=event`);
+      return r.body.data.length === 2 ? r.body.data : undefined;
+    }, 15_000);
+    expect(listed.map((e: { event: { n: number } }) => e.event.n)).to.deep.equal([2, 1]);
   });
 
   // The embedded bus is a SQLite file too (the scaled one is Kafka).

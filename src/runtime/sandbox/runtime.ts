@@ -142,6 +142,19 @@ function fnv1a(text: string): number {
   return h;
 }
 
+/** What the runtime tells its host about, beside the outcomes of runs. */
+export interface RuntimeEvents {
+  /** A sandbox process exited or was killed (crash, no heartbeat, a run past its hard limit) and is being replaced. */
+  readonly onReplaced?: (replaced: {
+    readonly pid: number | undefined;
+    readonly reason: InvocationError;
+    readonly exitCode: number | null;
+    readonly signal: NodeJS.Signals | null;
+    /** Invocations (or batches) it held, each failed with `reason`. */
+    readonly inFlight: number;
+  }) => void;
+}
+
 export class Runtime {
   readonly limits: SandboxLimits;
   /** Invocations the children answered, by whether the source's context was warm or had to be made (a cold start). */
@@ -159,7 +172,10 @@ export class Runtime {
   /** Runs of one source wait here for the previous one, so each starts its clock when it starts. */
   private readonly sourceQueues = new Map<string, Promise<unknown>>();
 
-  constructor(options: RuntimeOptions) {
+  constructor(
+    options: RuntimeOptions,
+    private readonly events: RuntimeEvents = {},
+  ) {
     this.limits = resolveLimits(options);
     // The runner children refuse anything else (protocol.ts): say so here, not as a hang later.
     for (const [name, value] of Object.entries(this.limits)) {
@@ -288,6 +304,10 @@ export class Runtime {
       code: "RUNNER_CRASHED",
       message: `the runner process exited unexpectedly (${signal ? `signal ${signal}` : `exit code ${code}`}); the invocation was aborted`,
     };
+    // For the operator's log: each aborted run is also on its source's $errors and in its logs.
+    if (!this.closed) {
+      this.events.onReplaced?.({ pid: child.pid, reason, exitCode: code, signal, inFlight: runner.pending.size });
+    }
     for (const [id, pending] of runner.pending) {
       runner.pending.delete(id);
       if (pending.kind === "invoke") {

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import Database from "better-sqlite3";
 import { execFileSync } from "node:child_process";
 import path from "node:path";
-import { TestServer, testMode } from "../harness/server.js";
+import { TestServer, testMode, type ApiClient } from "../harness/server.js";
 import { eventually } from "../harness/receiver.js";
 
 // A node whose storage fails for a while (here: its read-model file held locked by another
@@ -18,6 +18,18 @@ const ECHO = `export default {
   },
 };`;
 
+/** A deployed ECHO source, and a POST of `{n}` to its endpoint. */
+async function echoSource(client: ApiClient, name: string): Promise<{ source: any; post: (n: number) => Promise<Response> }> {
+  const source = (await client.post("/v1/sources", { component_code: ECHO, name })).body.data;
+  const post = (n: number) =>
+    fetch(source.configured_props.http.endpoint_url as string, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ n }),
+    });
+  return { source, post };
+}
+
 describe("a node recovers from its read models failing for a while (real server)", function () {
   this.timeout(120_000);
   const server = new TestServer();
@@ -27,13 +39,7 @@ describe("a node recovers from its read models failing for a while (real server)
 
   it("while the file is locked past the busy timeout the node is not ready; after, it projects again and serves", async () => {
     const client = server.client();
-    const source = (await client.post("/v1/sources", { component_code: ECHO, name: "recovery" })).body.data;
-    const post = (n: number) =>
-      fetch(source.configured_props.http.endpoint_url as string, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ n }),
-      });
+    const { source, post } = await echoSource(client, "recovery");
     expect((await post(1)).status).to.equal(200);
 
     const lock = new Database(path.join(server.dataDir, "readmodels.db"));
@@ -64,13 +70,7 @@ describe("a node recovers from its read models failing for a while (real server)
 
   it("a sandbox process killed from outside is replaced and says so in the node's log; runs go on", async () => {
     const client = server.client();
-    const source = (await client.post("/v1/sources", { component_code: ECHO, name: "recovery-sandbox" })).body.data;
-    const post = (n: number) =>
-      fetch(source.configured_props.http.endpoint_url as string, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ n }),
-      });
+    const { source, post } = await echoSource(client, "recovery-sandbox");
     expect((await post(1)).status).to.equal(200);
     await eventually(async () =>
       (await client.get(`/v1/sources/${source.id}/event_summaries`)).body.data.length === 1 ? true : undefined,
@@ -96,13 +96,7 @@ describe("a node recovers from its read models failing for a while (real server)
   if (testMode() === "embedded") {
     it("a request that cannot be queued because the bus's file is locked gets 503 with Retry-After, and is taken once it is free", async () => {
       const client = server.client();
-      const source = (await client.post("/v1/sources", { component_code: ECHO, name: "recovery-bus" })).body.data;
-      const post = (n: number) =>
-        fetch(source.configured_props.http.endpoint_url as string, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ n }),
-        });
+      const { source, post } = await echoSource(client, "recovery-bus");
       const lock = new Database(path.join(server.dataDir, "bus.db"));
       lock.exec("BEGIN IMMEDIATE");
       let refused: Response;

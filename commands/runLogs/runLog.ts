@@ -27,8 +27,14 @@ export type RunLogged = DomainEvent<
     ok: boolean;
     error: { name: string; message: string; stack?: string } | null;
     lines: LogLine[];
-    /** Set when the invocation was not run at all (its source was paused, or the event came round a cycle): not billed. */
-    skipped?: "paused" | "cycle";
+    /** Set when the invocation was not run at all (its source was paused, or the event came round a cycle or too long a chain): not billed. */
+    skipped?: "paused" | "cycle" | "chain";
+    /**
+     * The emitters the run's triggering event had passed through (source → source chains, as on
+     * its EventEmitted); absent when none. Routed with the log on \$logs, so a chain of \$logs
+     * subscriptions is stopped like any other.
+     */
+    chain?: string[];
   }
 >;
 
@@ -49,6 +55,8 @@ export interface RunToLog {
   readonly lines: readonly LogLine[];
   /** What the platform noticed (dedupe could not judge an emit, …). */
   readonly warnings: readonly string[];
+  /** The triggering event's chain of emitters, when it came through subscriptions. */
+  readonly chain?: readonly string[] | undefined;
 }
 
 /** A run's log: its start, at most MAX_LOG_LINES console lines, the platform's warnings, its error and its end. */
@@ -81,6 +89,7 @@ export function runLogged(run: RunToLog): RunLogged {
       ok: run.ok,
       error: run.error,
       lines,
+      ...chainOf(run.chain),
     },
   };
 }
@@ -88,7 +97,12 @@ export function runLogged(run: RunToLog): RunLogged {
 const SKIPPED = {
   paused: { name: "SourcePaused", message: "the source was paused when this invocation's turn came; it was not run" },
   cycle: { name: "SubscriptionCycle", message: "the event came round a cycle of subscriptions; it was not delivered again" },
+  chain: { name: "SubscriptionChainTooLong", message: "the event passed through too many subscriptions; it was not delivered further" },
 } as const;
+
+function chainOf(chain: readonly string[] | undefined): { chain?: string[] } {
+  return chain && chain.length > 0 ? { chain: [...chain] } : {};
+}
 
 /** The log of an invocation dropped without running: the user sees why, and it is not billed. */
 export function skippedRunLogged(input: {
@@ -99,6 +113,7 @@ export function skippedRunLogged(input: {
   nowMs: number;
   reason?: keyof typeof SKIPPED;
   detail?: string;
+  chain?: readonly string[] | undefined;
 }): RunLogged {
   const { nowMs } = input;
   const reason = input.reason ?? "paused";
@@ -122,6 +137,7 @@ export function skippedRunLogged(input: {
         },
       ],
       skipped: reason,
+      ...chainOf(input.chain),
     },
   };
 }

@@ -228,14 +228,18 @@ export class Router {
     if (errorWorkflow && !subscribed.some((s) => s.listenerId === errorWorkflow)) {
       subscribed.push({ id: ERROR_WORKFLOW_SUBSCRIPTION, listenerId: errorWorkflow });
     }
-    const listeners = subscribed.filter(
-      (s) => s.listenerId !== emitterId && listenerKindOf(s.listenerId) !== undefined && this.deps.listening(s.listenerId),
-    );
+    // The log of an event stopped for coming round a cycle (or too long a chain) goes on to
+    // webhooks only: run again by a source or workflow, it would start the next lap.
+    const stopped = logged?.skipped === "cycle" || logged?.skipped === "chain";
+    const listeners = subscribed.filter((s) => {
+      const kind = listenerKindOf(s.listenerId);
+      return s.listenerId !== emitterId && kind !== undefined && (!stopped || kind === "webhook") && this.deps.listening(s.listenerId);
+    });
     // Most events have no listener: their payload is only made for those that do.
     if (listeners.length === 0) return [];
     const eventId = emitted?.id ?? logged!.invocationId;
     const payload = emitted ? eventSummary(toEmittedEvent(emittedEventRow(recorded)), true) : logSummary(toRunLog(runLogRow(recorded)));
-    const chain = emitted?.chain ?? [];
+    const chain = emitted?.chain ?? logged?.chain ?? [];
     const now = this.deps.clock.now();
     return listeners.map((s) => ({
       id: deliveryId(emitterId, eventId, channel, s.id),

@@ -154,8 +154,9 @@ export class DeliveryWorker {
             invocationId,
             trigger: "subscription",
             nowMs: this.deps.clock.now(),
-            reason: "cycle",
+            reason: chain.includes(listenerId) ? "cycle" : "chain",
             detail,
+            chain,
           }),
         );
         continue;

@@ -297,6 +297,7 @@ export class SourceRunner {
       error,
       lines: outcome.logs,
       warnings,
+      chain: request.chain,
     });
   }
 
@@ -322,7 +323,7 @@ export class SourceRunner {
 
   /** Logs an invocation dropped without running (its source was paused meanwhile). */
   async logSkipped(
-    request: Pick<RunRequest, "invocationId" | "trigger">,
+    request: Pick<RunRequest, "invocationId" | "trigger" | "chain">,
     source: { id: string; creatorId: string },
   ): Promise<number | undefined> {
     return this.runLogs.append(
@@ -332,6 +333,7 @@ export class SourceRunner {
         invocationId: request.invocationId,
         trigger: request.trigger,
         nowMs: this.clock.now(),
+        chain: request.chain,
       }),
     );
   }

@@ -254,6 +254,7 @@ export class WorkflowRunner {
               error: failure ? { name: failure.error.name, message: `step ${failure.step.name}: ${failure.error.message}` } : null,
               lines,
               warnings: decision.warnings,
+              chain: message.chain,
             }),
           ),
       },
@@ -283,6 +284,7 @@ export class WorkflowRunner {
         invocationId: message.invocationId,
         trigger: message.trigger,
         nowMs: this.deps.clock.now(),
+        chain: message.chain,
       }),
     );
   }

@@ -298,6 +298,33 @@ describe("subscriptions and delivery (real server)", function () {
     expect((await events(admin, y.id)).length).to.equal(1);
   });
 
+  it("stops a cycle of $logs subscriptions too (a run's log carries its chain), and the stopped run's log still reaches a webhook", async () => {
+    const x = await deploy(admin, RELAY("lx"));
+    const y = await deploy(admin, RELAY("ly"));
+    const out = await webhook(admin, "/logs-cycle");
+    await subscribe(admin, x.id, y.id, "$logs");
+    await subscribe(admin, y.id, x.id, "$logs");
+    await subscribe(admin, x.id, out.id, "$logs");
+    await admin.post(`/v1/sources/${x.id}/run`, { event: { start: true } });
+    const logsOf = async (id: string) =>
+      (await admin.get(`/v1/sources/${id}/logs?limit=100`)).body.data as { error: { name: string; message: string } | null }[];
+    const stopped = await eventually(
+      "the cycle stopped",
+      async () => (await logsOf(x.id)).find((l) => l.error?.name === "SubscriptionCycle"),
+      20_000,
+    );
+    expect(stopped.error!.message).to.include(`${x.id} → ${y.id} → ${x.id}`);
+    // x's two logs (its run by hand, then the stopped delivery) reach the webhook; y is not run by the second.
+    const delivered = await receiver.waitFor(at("/logs-cycle"), 2);
+    expect(delivered.map((r) => bodyOf(r).event.error?.name ?? null).sort()).to.deep.equal([null, "SubscriptionCycle"].sort());
+    await sleep(1_000);
+    expect((await events(admin, x.id)).length, "x ran once (by hand), never again through the cycle").to.equal(1);
+    expect((await events(admin, y.id)).length, "y ran once, for x's first log").to.equal(1);
+    expect((await logsOf(x.id)).length).to.equal(2);
+    expect((await logsOf(y.id)).length).to.equal(1);
+    expect(receiver.received.filter(at("/logs-cycle"))).to.have.length(2);
+  });
+
   it("manages webhooks: validation, listing, update, pause and resume, secret rotation, delete, attempts and re-send", async () => {
     for (const url of ["ftp://example.com/x", "not a url", "https://"]) {
       expect((await admin.post(`/v1/webhooks?url=${encodeURIComponent(url)}`)).status, url).to.equal(400);

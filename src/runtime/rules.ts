@@ -44,6 +44,11 @@ const { keys, create } = Object;
 const { isInteger, isFinite, isSafeInteger } = Number;
 const StringCtor = String;
 const NumberCtor = Number;
+const dateGetTime = uncurry(Date.prototype.getTime);
+const dateParse = Date.parse;
+const mathRound = Math.round;
+const regExpTest = uncurry(RegExp.prototype.test);
+const NUMERIC = /^\s*-?\d+(\.\d+)?\s*$/;
 const quote = JSON.stringify;
 
 /** RFC 7230 tchar: ! # $ % & ' * + - . ^ _ ` | ~ DIGIT ALPHA */
@@ -199,6 +204,68 @@ export interface MetaFields {
   name?: string;
   summary?: string;
   ts?: number;
+}
+
+/** A Date of this realm or another (brand check: getTime throws for anything else). */
+function timeOfDate(v: object): number | undefined {
+  try {
+    return dateGetTime(v);
+  } catch {
+    return undefined;
+  }
+}
+
+function numberOf(v: object): number | undefined {
+  if (isArray(v)) return undefined;
+  try {
+    const n = NumberCtor(v);
+    return isFinite(n) ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * $emit meta as registry components write it, made into what checkMeta takes: `null` is absent
+ * (`summary: item.title` of an item without one), a number or boolean summary becomes its text,
+ * and `ts` is read as a time however it came (a Date, a numeric or ISO 8601 string, a fractional
+ * number rounded). A `ts` that is no time at all (`Date.parse(undefined)` is NaN) is dropped, so
+ * the event gets the time it was emitted, and `tsDropped` says so for a warning: one item without
+ * a date does not fail a polling source's whole run. Anything else is left for checkMeta to judge.
+ */
+export function normalizeMeta(
+  id: unknown,
+  name: unknown,
+  summary: unknown,
+  ts: unknown,
+): { id: unknown; name: unknown; summary: unknown; ts: unknown; tsDropped: boolean } {
+  let time: unknown = ts === null ? undefined : ts;
+  let tsDropped = false;
+  if (typeof time === "object" && time !== null) {
+    // A Date; else a moment, dayjs or luxon time (their valueOf is epoch milliseconds).
+    const t = timeOfDate(time) ?? numberOf(time);
+    if (t !== undefined) time = t;
+  } else if (typeof time === "string") {
+    const t = regExpTest(NUMERIC, time) ? NumberCtor(time) : dateParse(time);
+    if (isFinite(t)) time = t;
+    else {
+      time = undefined;
+      tsDropped = true;
+    }
+  }
+  if (typeof time === "number") {
+    if (!isFinite(time)) {
+      time = undefined;
+      tsDropped = true;
+    } else if (!isInteger(time)) time = mathRound(time);
+  }
+  return {
+    id: id === null ? undefined : id,
+    name: name === null ? undefined : name,
+    summary: summary === null ? undefined : typeof summary === "number" || typeof summary === "boolean" ? StringCtor(summary) : summary,
+    ts: time,
+    tsDropped,
+  };
 }
 
 /** $emit meta fields (absent fields are undefined). The summary is cut, every other rule refuses. */

@@ -239,7 +239,7 @@ describe("runtime: instance binding", function () {
               [{ a: 1 }, { id: "x1", name: "chan", summary: "s", ts: 1700000000000, other: "dropped" }],
               [{ a: 2 }, { id: 3 }],
               [{ a: 3 }, { id: { no: 1 } }],
-              [{ a: 4 }, { ts: 1.5 }],
+              [{ a: 4 }, { ts: true }],
               [{ a: 5 }, "meta"],
               ["BIG", {}],
             ],
@@ -254,9 +254,42 @@ describe("runtime: instance binding", function () {
         "ok",
         "ok",
         "TypeError: $emit: meta.id must be a string or a number, got object",
-        "TypeError: $emit: meta.ts must be an integer (epoch milliseconds), got 1.5",
+        "TypeError: $emit: meta.ts must be an integer (epoch milliseconds), got true",
         "TypeError: $emit: the second argument (meta) must be an object with id, name, summary, ts",
         `EmitError: $emit: the event is ${JSON.stringify({ blob: "x".repeat(600 * 1024) }).length} bytes of JSON, over the limit of 524288 bytes per event`,
+      ]);
+    });
+
+    it("takes meta as registry components write it: null is absent, a number summary is text, ts from a Date, text or a fraction; no time at all is dropped with one warning", async () => {
+      const prepared = await prepareCode(
+        runtime,
+        `export default { name: "e", version: "1", async run() {
+          const t = 1700000000000;
+          this.$emit({ a: 1 }, { id: null, summary: null, ts: null });
+          this.$emit({ a: 2 }, { id: 2, summary: 123, ts: new Date(t) });
+          this.$emit({ a: 3 }, { summary: false, ts: new Date(t).toISOString() });
+          this.$emit({ a: 4 }, { ts: String(t) });
+          this.$emit({ a: 5 }, { ts: t + 0.6 });
+          this.$emit({ a: 6 }, { ts: { valueOf: () => t } });
+          this.$emit({ a: 7 }, { id: "n", ts: Date.parse(undefined) });
+          this.$emit({ a: 8 }, { ts: "not a date" });
+        } };`,
+      );
+      const outcome = await runtime.invoke(invocation(prepared));
+      expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+      const t = 1700000000000;
+      expect(outcome.emits.map((e) => e.meta)).to.deep.equal([
+        {},
+        { id: 2, summary: "123", ts: t },
+        { summary: "false", ts: t },
+        { ts: t },
+        { ts: t + 1 },
+        { ts: t },
+        { id: "n" },
+        {},
+      ]);
+      expect(outcome.logs.map((l) => [l.level, l.message])).to.deep.equal([
+        ["warn", "$emit: meta.ts was not a time (NaN, or text no date parses from), so the event has the time it was emitted"],
       ]);
     });
 

@@ -1,8 +1,9 @@
 // this.$emit and http.respond: checked here so the component gets a clear error at once, then
 // delivered to the runner child in order, which checks everything again and decides.
 import { MAX_JSON_DEPTH } from "../../json/bounded.js";
-import { checkHeaders, checkMeta, checkStatus, deeperThan, mayExceedBytes, utf8Bytes } from "../rules.js";
+import { checkHeaders, checkMeta, checkStatus, deeperThan, mayExceedBytes, normalizeMeta, utf8Bytes } from "../rules.js";
 import { host } from "./bridge.js";
+import { systemWarning } from "./console.js";
 import { current } from "./invocationState.js";
 import { LimitError } from "./limitError.js";
 import { ArrayIsArray, stringify } from "./primordials.js";
@@ -21,8 +22,13 @@ export function emit(event: unknown, meta?: unknown): void {
     throw new TypeError("$emit: the second argument (meta) must be an object with id, name, summary, ts");
   }
   const m = (meta ?? {}) as Record<string, unknown>;
-  const checked = checkMeta(m["id"], m["name"], m["summary"], m["ts"]);
+  const given = normalizeMeta(m["id"], m["name"], m["summary"], m["ts"]);
+  const checked = checkMeta(given.id, given.name, given.summary, given.ts);
   if (!checked.ok) throw new TypeError(checked.message);
+  if (given.tsDropped && !s.warnedTs) {
+    s.warnedTs = true;
+    systemWarning("$emit: meta.ts was not a time (NaN, or text no date parses from), so the event has the time it was emitted");
+  }
   if (s.emits >= s.limits.maxEmitsPerRun) {
     throw new EmitError(`$emit: at most ${s.limits.maxEmitsPerRun} events may be emitted per invocation`);
   }

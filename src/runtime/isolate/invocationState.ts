@@ -18,6 +18,8 @@ export interface InvocationState {
   emits: number;
   sends: number;
   responded: boolean;
+  /** An emit's meta.ts was dropped and the run's log says so (once per run). */
+  warnedTs: boolean;
 }
 
 export const LOAD_LIMITS: IsolateLimits = {
@@ -33,7 +35,7 @@ export const LOAD_LIMITS: IsolateLimits = {
 let state: InvocationState = fresh(LOAD_LIMITS);
 
 function fresh(limits: IsolateLimits): InvocationState {
-  return { limits, logLines: 0, logBytes: 0, droppedLogLines: 0, emits: 0, sends: 0, responded: false };
+  return { limits, logLines: 0, logBytes: 0, droppedLogLines: 0, emits: 0, sends: 0, responded: false, warnedTs: false };
 }
 
 export function beginInvocation(limits: IsolateLimits): InvocationState {

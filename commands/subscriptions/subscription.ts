@@ -64,7 +64,17 @@ export type CreateSubscription = Command<
   "CreateSubscription",
   SubscriptionData & { by: string; at: number; emitterVisible: boolean; listenerVisible: boolean }
 >;
-export type DeleteSubscription = Command<"DeleteSubscription", { id: string; ownerId: string; at: number; listed: boolean }>;
+export type DeleteSubscription = Command<
+  "DeleteSubscription",
+  {
+    id: string;
+    ownerId: string;
+    at: number;
+    listed: boolean;
+    /** Its emitter (not a glob) or its listener no longer exists: the subscription ended with it. */
+    ended: boolean;
+  }
+>;
 export type SubscriptionCommand = CreateSubscription | DeleteSubscription;
 
 /** A channel name as $emit takes it: any string; bounded, without control characters. */
@@ -116,7 +126,7 @@ export const subscription: Decider<SubscriptionCommand, SubscriptionState, Subsc
         return [{ type: "SubscriptionCreated", data }];
       }
       case "DeleteSubscription": {
-        if (state.status !== "active" && !command.data.listed) throw notFound("subscription");
+        if ((state.status !== "active" && !command.data.listed) || command.data.ended) throw notFound("subscription");
         return [{ type: "SubscriptionDeleted", data: { id: command.data.id, ownerId: command.data.ownerId, at: command.data.at } }];
       }
     }

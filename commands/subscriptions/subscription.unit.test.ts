@@ -75,15 +75,20 @@ describe("commands/subscriptions", () => {
   it("deletes what exists, also one an auto-subscription made (listed, without a stream)", () => {
     const deleted = { type: "SubscriptionDeleted" as const, data: { id: data.id, ownerId: "u_1", at: 6 } };
     given(subscription, created)
-      .when({ type: "DeleteSubscription", data: { id: data.id, ownerId: "u_1", at: 6, listed: true } })
+      .when({ type: "DeleteSubscription", data: { id: data.id, ownerId: "u_1", at: 6, listed: true, ended: false } })
       .then([deleted]);
     given(subscription)
-      .when({ type: "DeleteSubscription", data: { id: data.id, ownerId: "u_1", at: 6, listed: true } })
+      .when({ type: "DeleteSubscription", data: { id: data.id, ownerId: "u_1", at: 6, listed: true, ended: false } })
       .then([deleted]);
     given(subscription)
-      .when({ type: "DeleteSubscription", data: { id: data.id, ownerId: "u_1", at: 6, listed: false } })
+      .when({ type: "DeleteSubscription", data: { id: data.id, ownerId: "u_1", at: 6, listed: false, ended: false } })
       .thenRejected("not_found");
     given(subscription, created, deleted).when(create()).then([created]);
+  });
+  it("answers not found for one that ended with its emitter or listener (deleted), though its stream never said so", () => {
+    given(subscription, created)
+      .when({ type: "DeleteSubscription", data: { id: data.id, ownerId: "u_1", at: 6, listed: false, ended: true } })
+      .thenRejected("not_found");
   });
   it("takes auto-subscriptions for $errors and $logs only", () => {
     const auto = {

@@ -77,6 +77,8 @@ export class Subscriptions {
           ownerId: input.ownerId,
           at: Math.floor(this.clock.now() / 1000),
           listed: this.readModel.subscription(id) !== undefined,
+          // Deleting a source, workflow or webhook ends its subscriptions (they leave every list).
+          ended: (!isGlob(input.emitterId) && this.ownerOf(input.emitterId) === undefined) || this.ownerOf(input.listenerId) === undefined,
         },
       },
       options,

@@ -89,6 +89,26 @@ describe("subscriptions and delivery (real server)", function () {
     expect(after).to.include(named.body.data.id).and.not.include(first.body.data.id);
   });
 
+  it("a subscription ends with its emitter or its listener: once either is deleted, DELETE of it answers 404", async () => {
+    const source = await deploy(admin, EMITTER);
+    const kept = await deploy(admin, EMITTER);
+    const hook = await webhook(admin, "/ended");
+    const doomedHook = await webhook(admin, "/ended-too");
+    expect((await subscribe(admin, source.id, hook.id)).status).to.equal(200);
+    expect((await subscribe(admin, kept.id, doomedHook.id)).status).to.equal(200);
+    expect((await admin.delete(`/v1/sources/${source.id}`)).status).to.equal(204);
+    expect((await admin.delete(`/v1/webhooks/${doomedHook.id}`)).status).to.equal(204);
+    for (const [emitter, listener] of [
+      [source.id, hook.id],
+      [kept.id, doomedHook.id],
+    ]) {
+      const gone = await admin.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}`);
+      expect(gone.status, JSON.stringify(gone.body)).to.equal(404);
+    }
+    const listed = (await admin.get("/v1/users/me/subscriptions")).body.data as { emitter_id: string; listener_id: string }[];
+    expect(listed.filter((s) => s.emitter_id === source.id || s.listener_id === doomedHook.id)).to.deep.equal([]);
+  });
+
   it("answers 404 for another user's emitter or listener, and 400 for what cannot be an emitter, listener or channel", async () => {
     const mine = await deploy(admin, EMITTER);
     const theirs = await deploy(other, EMITTER);

@@ -2,6 +2,7 @@
 // demand (stream, zlib, path, os, string_decoder, assert, http/https over the guarded bridge, fs on
 // the run's /tmp) and axios streams. Real isolates, real loopback servers.
 import { expect } from "chai";
+import crypto from "node:crypto";
 import zlib from "node:zlib";
 import { startRuntime, startServer, invocation, prepareCode, type TestServer } from "./support.js";
 import { ComponentValidationError, type Runtime } from "../../src/runtime/index.js";
@@ -135,6 +136,51 @@ describe("runtime: Node compatibility layer", function () {
     expect(zlib.gunzipSync(Buffer.from(e.ours, "base64")).toString()).to.equal("from the sandbox");
     expect(e).to.include({ theirs: "from node", inflated: "cb form", streamed: "streamed", level: 9 });
     expect(e.brotli).to.match(/Brotli is not available in the sandbox/);
+  });
+
+  it("crypto: secret KeyObjects (createSecretKey, export, equals) key createHmac as in Node; asymmetric keys explain themselves", async () => {
+    // The same probe runs against the sandbox's crypto and against Node's.
+    const probe = `
+      const { KeyObject, createSecretKey, createHmac, createPrivateKey, createPublicKey, timingSafeEqual } = crypto;
+      const caught = (f) => { try { f(); return "no error"; } catch (err) { return err.code; } };
+      const key = createSecretKey(Buffer.from("s3cret"));
+      const copied = Buffer.from("abc");
+      const copy = createSecretKey(copied);
+      copied[0] = 0;
+      return {
+        isKey: key instanceof KeyObject, type: key.type, size: key.symmetricKeySize, asym: [typeof key.asymmetricKeyType, typeof key.asymmetricKeyDetails],
+        exported: key.export().toString("hex"), isBuffer: Buffer.isBuffer(key.export()), jwk: key.export({ format: "jwk" }),
+        equals: key.equals(createSecretKey("czNjcmV0", "base64")), differs: key.equals(createSecretKey(new Uint8Array([1, 2]))),
+        empty: createSecretKey(new ArrayBuffer(0)).symmetricKeySize, tag: Object.prototype.toString.call(key), copy: copy.export().toString(),
+        hmacKey: createHmac("sha256", key).update("msg").digest("hex"),
+        hmacText: createHmac("sha256", "s3cret").update("msg").digest("hex"),
+        hmacEncoded: createHmac("sha256", "czNjcmV0", { encoding: "base64" }).update("msg").digest("hex"),
+        construct: caught(() => new KeyObject("secret")), notAKey: caught(() => key.equals({})),
+        badSecret: caught(() => createSecretKey(123)), fromKey: caught(() => createSecretKey(key)), badHmacKey: caught(() => createHmac("sha256", 5)),
+        tse: [timingSafeEqual(new DataView(new Uint8Array([1, 2]).buffer), new Uint8Array([1, 2])), caught(() => timingSafeEqual(Buffer.alloc(1), Buffer.alloc(2)))],
+        asymmetric: [caught(() => createPrivateKey("not a pem")), caught(() => createPublicKey("not a pem"))],
+      };`;
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the probe is the test's own text, run by Node as the reference
+    const fromNode = new Function("crypto", "Buffer", probe)(crypto, Buffer) as Record<string, unknown>;
+    const e = await run(
+      source(
+        `
+      const result = ((crypto, Buffer) => { ${probe} })(crypto, Buffer);
+      let message;
+      try { crypto.createPrivateKey("-----BEGIN PRIVATE KEY-----"); } catch (err) { message = err.message; }
+      this.$emit({ ...result, message, named: createSecretKey === crypto.createSecretKey && KeyObject === crypto.KeyObject });`,
+        `import crypto, { createSecretKey, KeyObject } from "node:crypto";`,
+      ),
+    );
+    expect(fromNode.hmacKey).to.equal(crypto.createHmac("sha256", "s3cret").update("msg").digest("hex"));
+    // Node fails to parse the PEM; the sandbox has no asymmetric keys at all, and says so.
+    expect(fromNode.asymmetric).to.deep.equal(["ERR_OSSL_UNSUPPORTED", "ERR_OSSL_UNSUPPORTED"]);
+    expect(e.asymmetric).to.deep.equal(["ERR_FEATURE_UNAVAILABLE_ON_PLATFORM", "ERR_FEATURE_UNAVAILABLE_ON_PLATFORM"]);
+    expect(e.message).to.match(/createPrivateKey: asymmetric keys .* are not supported in the Headwater sandbox/);
+    const { asymmetric: _a, message: _m, named, ...rest } = e;
+    const { asymmetric: _b, ...node } = fromNode;
+    expect(named).to.equal(true);
+    expect(rest).to.deep.equal(node);
   });
 
   it("http and https clients go through the guarded bridge: raw bodies, no redirects followed, IncomingMessage streams", async () => {

@@ -1,7 +1,9 @@
 // npm imports with versions in the specifier, installed from the real registry into the
 // content-addressed cache, then reused offline.
 import { expect } from "chai";
+import { createHmac } from "node:crypto";
 import { promises as fs } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { ComponentValidationError, prepareComponent, type Runtime } from "../../src/runtime/index.js";
@@ -73,6 +75,55 @@ describe("runtime: npm packages", function () {
     const nodeSlugify = ((await import(pathToFileURL(entry).href)) as { default: (s: string) => string }).default;
     expect(outcome.emits[0]?.event).to.deep.equal({ slug: nodeSlugify(title) });
     expect(nodeSlugify(title)).to.match(/^deja-vu-in-z/);
+  });
+
+  it("signs and verifies HS256 tokens with jsonwebtoken@9.0.2 (crypto KeyObject, createSecretKey), as Node does", async () => {
+    const prepared = await prepareComponent(
+      {
+        code: `import jwt from "jsonwebtoken@9.0.2";
+          import { createSecretKey } from "crypto";
+          export default { name: "jwt", version: "1", async run(e) {
+            const token = jwt.sign({ a: 1, iat: 1700000000 }, "secret", { algorithm: "HS256" });
+            const verified = jwt.verify(token, "secret", { algorithms: ["HS256"] });
+            const fromHost = jwt.verify(e.hostToken, createSecretKey(Buffer.from("secret")));
+            const failure = (f) => { try { f(); return "no error"; } catch (err) { return err.name + ": " + err.message; } };
+            this.$emit({
+              token, verified, fromHost,
+              withKey: jwt.sign({ a: 1, iat: 1700000000 }, createSecretKey(Buffer.from("secret")), { algorithm: "HS512" }),
+              wrongSecret: failure(() => jwt.verify(token, "other")),
+              rs256: failure(() => jwt.sign({ a: 1 }, "secret", { algorithm: "RS256" })),
+            });
+          } };`,
+      },
+      { runtime },
+    );
+    expect(prepared.packages).to.deep.equal([{ name: "jsonwebtoken", version: "9.0.2" }]);
+    // The reference: the same package, from the cache, run by Node with Node's crypto.
+    const index = JSON.parse(await fs.readFile(path.join(cacheDir, "npm", "index", "jsonwebtoken.json"), "utf8")) as {
+      versions: Record<string, string>;
+    };
+    const nodeJwt = createRequire(path.join(cacheDir, "npm", "store", index.versions["9.0.2"], "node_modules", "jsonwebtoken", "index.js"))(
+      "./index.js",
+    ) as {
+      sign(payload: object, secret: string, options: object): string;
+    };
+    const hostToken = nodeJwt.sign({ b: "from the host", iat: 1700000001 }, "secret", { algorithm: "HS256" });
+    const outcome = await runtime.invoke(invocation(prepared, { event: { hostToken } }));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    const e = outcome.emits[0]?.event as Record<string, unknown>;
+    // And by hand: base64url(header).base64url(payload).base64url(HMAC-SHA256).
+    const b64 = (v: object) => Buffer.from(JSON.stringify(v)).toString("base64url");
+    const signingInput = `${b64({ alg: "HS256", typ: "JWT" })}.${b64({ a: 1, iat: 1700000000 })}`;
+    const byHand = `${signingInput}.${createHmac("sha256", "secret").update(signingInput).digest("base64url")}`;
+    expect(e).to.deep.equal({
+      token: nodeJwt.sign({ a: 1, iat: 1700000000 }, "secret", { algorithm: "HS256" }),
+      verified: { a: 1, iat: 1700000000 },
+      fromHost: { b: "from the host", iat: 1700000001 },
+      withKey: nodeJwt.sign({ a: 1, iat: 1700000000 }, "secret", { algorithm: "HS512" }),
+      wrongSecret: "JsonWebTokenError: invalid signature",
+      rs256: "Error: secretOrPrivateKey must be an asymmetric key when using RS256",
+    });
+    expect(e.token).to.equal(byHand);
   });
 
   it("fails the save with a clear error for a package that does not exist", async () => {

@@ -1,5 +1,7 @@
-// The crypto subset: hashes, HMAC, random bytes, randomUUID, timingSafeEqual. Digests run on the
-// host (node:crypto) through one synchronous bridge call per digest.
+// The crypto subset: hashes, HMAC, random bytes, randomUUID, timingSafeEqual, and secret
+// KeyObjects (createSecretKey; createHmac takes one, as jsonwebtoken 9 and jwa pass it). Digests
+// run on the host (node:crypto) through one synchronous bridge call per digest. Asymmetric keys
+// (createPrivateKey, createPublicKey) and signatures are not available.
 import { Buffer } from "buffer";
 import { hostSync } from "../bridge.js";
 
@@ -64,8 +66,136 @@ export function createHash(algorithm: string): Hash {
   return new Hash(String(algorithm), undefined);
 }
 
-export function createHmac(algorithm: string, key: Data): Hmac {
-  return new Hmac(String(algorithm), Uint8Array.from(toBytes(key)));
+function nodeError<E extends Error>(err: E, code: string): E & { code: string } {
+  return Object.assign(err, { code });
+}
+
+function describeReceived(value: unknown): string {
+  if (value === null || value === undefined) return ` Received ${String(value)}`;
+  if (typeof value === "object" || typeof value === "function") {
+    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof name === "string" && name !== "" ? ` Received an instance of ${name}` : " Received an object";
+  }
+  return ` Received type ${typeof value} (${String(value).slice(0, 25)})`;
+}
+
+const isBinary = (v: unknown): v is Uint8Array | ArrayBuffer | DataView => v instanceof ArrayBuffer || ArrayBuffer.isView(v);
+
+// The bytes of each secret KeyObject, out of reach of the object itself (no field to read or overwrite).
+const secretBytes = new WeakMap<KeyObject, Uint8Array>();
+// Only this module makes the handle a KeyObject is built from, as only Node's internals make one.
+class SecretKeyHandle {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
+/** Node's KeyObject; only secret (symmetric) keys exist in the sandbox. */
+export class KeyObject {
+  readonly #type: "secret";
+  constructor(type: string, handle: unknown) {
+    if (type !== "secret")
+      throw nodeError(new TypeError(`The argument 'type' is invalid. Received '${String(type)}'`), "ERR_INVALID_ARG_VALUE");
+    if (!(handle instanceof SecretKeyHandle))
+      throw nodeError(new TypeError(`The "handle" argument must be of type object.${describeReceived(handle)}`), "ERR_INVALID_ARG_TYPE");
+    this.#type = type;
+    secretBytes.set(this, handle.bytes);
+  }
+  static from(key: unknown): KeyObject {
+    // There is no CryptoKey (no crypto.subtle) in the sandbox to convert.
+    throw nodeError(new TypeError(`The "key" argument must be an instance of CryptoKey.${describeReceived(key)}`), "ERR_INVALID_ARG_TYPE");
+  }
+  get type(): "secret" {
+    return this.#type;
+  }
+  get symmetricKeySize(): number | undefined {
+    return secretBytes.get(this)?.byteLength;
+  }
+  get asymmetricKeyType(): undefined {
+    return undefined;
+  }
+  get asymmetricKeyDetails(): undefined {
+    return undefined;
+  }
+  export(options?: { format?: string }): Buffer | { kty: "oct"; k: string } {
+    if (options !== undefined && (options === null || typeof options !== "object"))
+      throw nodeError(new TypeError(`The "options" argument must be of type object.${describeReceived(options)}`), "ERR_INVALID_ARG_TYPE");
+    const bytes = secretKeyBytes(this);
+    const format = options?.format;
+    // base64url by hand: the sandbox's Buffer knows only base64.
+    if (format === "jwk")
+      return { kty: "oct", k: Buffer.from(bytes).toString("base64").replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_") };
+    if (format !== undefined && format !== "buffer")
+      throw nodeError(
+        new TypeError(`The property 'options.format' must be one of: undefined, 'buffer', 'jwk'. Received '${String(format)}'`),
+        "ERR_INVALID_ARG_VALUE",
+      );
+    return Buffer.from(bytes);
+  }
+  equals(otherKeyObject: unknown): boolean {
+    if (!(otherKeyObject instanceof KeyObject))
+      throw nodeError(
+        new TypeError(`The "otherKeyObject" argument must be an instance of KeyObject.${describeReceived(otherKeyObject)}`),
+        "ERR_INVALID_ARG_TYPE",
+      );
+    const a = secretKeyBytes(this);
+    const b = secretKeyBytes(otherKeyObject);
+    return otherKeyObject.type === this.type && a.byteLength === b.byteLength && timingSafeEqual(a, b);
+  }
+  get [Symbol.toStringTag](): string {
+    return "KeyObject";
+  }
+}
+
+function secretKeyBytes(key: KeyObject): Uint8Array {
+  const bytes = secretBytes.get(key);
+  if (bytes === undefined) throw nodeError(new TypeError("Invalid KeyObject"), "ERR_INVALID_ARG_TYPE");
+  return bytes;
+}
+
+/** Node's createSecretKey: a string (in `encoding`, utf8 by default), Buffer, TypedArray, DataView or ArrayBuffer. */
+export function createSecretKey(key: string | Uint8Array | ArrayBuffer | DataView, encoding?: string): KeyObject {
+  if (typeof key !== "string" && !isBinary(key))
+    throw nodeError(
+      new TypeError(`The "key" argument must be an instance of ArrayBuffer, Buffer, TypedArray, or DataView.${describeReceived(key)}`),
+      "ERR_INVALID_ARG_TYPE",
+    );
+  // A copy: changing the buffer later does not change the key, as in Node.
+  return new KeyObject("secret", new SecretKeyHandle(Uint8Array.from(toBytes(key, encoding))));
+}
+
+function asymmetricUnavailable(name: string) {
+  return (key?: unknown): never => {
+    void key;
+    throw nodeError(
+      new Error(
+        `crypto.${name}: asymmetric keys (PEM, DER, JWK) are not supported in the Headwater sandbox; only secret keys (createSecretKey, HMAC) are`,
+      ),
+      "ERR_FEATURE_UNAVAILABLE_ON_PLATFORM",
+    );
+  };
+}
+
+export const createPrivateKey = asymmetricUnavailable("createPrivateKey");
+export const createPublicKey = asymmetricUnavailable("createPublicKey");
+
+/** The bytes of an HMAC key: as Node's createHmac, a string, binary data or a secret KeyObject. */
+function hmacKeyBytes(key: unknown, encoding?: string): Uint8Array {
+  if (key instanceof KeyObject) {
+    if (key.type !== "secret")
+      throw nodeError(new TypeError(`Invalid key object type ${String(key.type)}, expected secret.`), "ERR_CRYPTO_INVALID_KEY_OBJECT_TYPE");
+    return Uint8Array.from(secretKeyBytes(key));
+  }
+  if (typeof key !== "string" && !isBinary(key))
+    throw nodeError(
+      new TypeError(
+        `The "key" argument must be of type string or an instance of ArrayBuffer, Buffer, TypedArray, DataView, KeyObject, or CryptoKey.${describeReceived(key)}`,
+      ),
+      "ERR_INVALID_ARG_TYPE",
+    );
+  return Uint8Array.from(toBytes(key, encoding));
+}
+
+export function createHmac(algorithm: string, key: Data | KeyObject, options?: { encoding?: string }): Hmac {
+  return new Hmac(String(algorithm), hmacKeyBytes(key, options?.encoding));
 }
 
 export function hash(algorithm: string, data: Data, encoding = "hex"): string | Buffer {
@@ -104,10 +234,23 @@ export function randomInt(min: number, max?: number): number {
   return min + Math.floor(r * range);
 }
 
-export function timingSafeEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.byteLength !== b.byteLength) throw new RangeError("Input buffers must have the same byte length");
+export function timingSafeEqual(a: Uint8Array | ArrayBuffer | DataView, b: Uint8Array | ArrayBuffer | DataView): boolean {
+  for (const [name, v] of [
+    ["buf1", a],
+    ["buf2", b],
+  ] as const)
+    if (!isBinary(v))
+      throw nodeError(
+        new TypeError(`The "${name}" argument must be an instance of ArrayBuffer, Buffer, TypedArray, or DataView.${describeReceived(v)}`),
+        "ERR_INVALID_ARG_TYPE",
+      );
+  // Byte views of both (a Uint16Array or a DataView compares its bytes, as in Node).
+  const x = toBytes(a);
+  const y = toBytes(b);
+  if (x.byteLength !== y.byteLength)
+    throw nodeError(new RangeError("Input buffers must have the same byte length"), "ERR_CRYPTO_TIMING_SAFE_EQUAL_LENGTH");
   let diff = 0;
-  for (let i = 0; i < a.byteLength; i++) diff |= a[i] ^ b[i];
+  for (let i = 0; i < x.byteLength; i++) diff |= x[i] ^ y[i];
   return diff === 0;
 }
 
@@ -151,4 +294,8 @@ export default {
   webcrypto,
   Hash,
   Hmac,
+  KeyObject,
+  createSecretKey,
+  createPrivateKey,
+  createPublicKey,
 };

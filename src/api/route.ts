@@ -174,7 +174,7 @@ export function mountRoutes(router: Router, routes: readonly Route[]): void {
       const q = query({ ...ctx.query });
       let b: Record<string, unknown> = {};
       if (body) {
-        const raw = ctx.request.body ?? {};
+        const raw = ctx.request.body === undefined ? {} : ctx.request.body;
         if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw invalid("the request body must be a JSON object");
         b = body(raw);
       } else if (ctx.request.body !== undefined) {

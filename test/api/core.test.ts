@@ -85,6 +85,17 @@ describe("API conventions (real server)", function () {
       expect(r.body.code).to.equal("malformed_json");
     });
 
+    it("400 for a JSON body that is not an object (null, a string, an array), and nothing is written", async () => {
+      const before = (await admin.get("/v1/users/me/api_keys")).body.page_info.total_count;
+      for (const text of ["null", '"x"', "[]", "5"]) {
+        const r = await admin.post("/v1/users/me/api_keys", text, { "content-type": "application/json" });
+        expect(r.status, text).to.equal(400);
+        expect(r.body.code, text).to.equal("invalid_request");
+        expect(r.body.error, text).to.equal("the request body must be a JSON object");
+      }
+      expect((await admin.get("/v1/users/me/api_keys")).body.page_info.total_count).to.equal(before);
+    });
+
     it("400 listing every invalid field", async () => {
       const r = await admin.post("/v1/users/me/api_keys", { name: 5, colour: "red" });
       expect(r.status).to.equal(400);

@@ -115,6 +115,65 @@ describe("runtime: modules in the sandbox", function () {
     expect(server.requests.find((r) => r.url.startsWith("/items?q="))?.headers["x-client"]).to.equal("hw");
   });
 
+  it("sends axios bodies and query strings in axios 1.x's wire format: URL-encoded forms, bracketed params, JSON otherwise", async () => {
+    // The expected strings are what real axios 1.21 (Node adapter) put on the wire for the same calls. Query
+    // values avoid ' < > : the host bridge's URL parser percent-encodes those, where Node's axios sends them raw.
+    const prepared = await prepareCode(
+      runtime,
+      `import axios from "axios";
+       import { axios as pdAxios } from "@pipedream/platform";
+       export default { name: "wire", version: "1", props: { base: "string" }, async run() {
+         const form = { headers: { "Content-Type": "application/x-www-form-urlencoded; charset=utf-8" } };
+         await pdAxios(this, { method: "POST", url: this.base + "/wire/token", headers: { "content-type": "application/x-www-form-urlencoded" },
+           data: { grant_type: "client_credentials", scope: "a b", client_id: "id:1" } });
+         await axios.post(this.base + "/wire/nested", { user: { name: "Ann", tags: ["x", "y"], deep: { z: [{ k: 1 }] } }, ids: [1, null, 2],
+           rows: [{ a: 1 }, { a: 2 }], when: new Date(0), ok: true, skip: null, gone: undefined, "meta{}": { j: 1 }, blob: Buffer.from("hi"),
+           txt: "!'()~*-._" }, form);
+         await axios.post(this.base + "/wire/options", { a: [1, 2], b: { c: [3] } }, { ...form, formSerializer: { indexes: true, dots: true } });
+         await axios.post(this.base + "/wire/search-params", new URLSearchParams({ a: "1", b: "x y" }));
+         await axios.post(this.base + "/wire/json", { a: { b: [1, 2] } });
+         await axios.get(this.base + "/wire/query", { params: { q: "a b", b: { c: 1, d: { e: [1, 2] } }, a: [1, 2], d: new Date(0), n: null,
+           u: undefined, s: "[x]:$,!()~", t: true } });
+         await axios.get(this.base + "/wire/no-indexes?x=1#frag", { params: { a: [1, 2] }, paramsSerializer: { indexes: null } });
+         await axios.get(this.base + "/wire/encoder", { params: { a: [1, 2], "k{}": { j: "v w" } },
+           paramsSerializer: { indexes: true, encode: (v, d) => "(" + d(v) + ")" } });
+         await axios.get(this.base + "/wire/search-query", { params: new URLSearchParams({ a: "1 2" }) });
+       } };`,
+    );
+    const before = server.requests.length;
+    const outcome = await runtime.invoke(invocation(prepared, { props: { base: server.url } }));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    const seen = server.requests.slice(before).map((r) => ({ url: r.url, type: r.headers["content-type"], body: r.body }));
+    expect(seen).to.deep.equal([
+      {
+        url: "/wire/token",
+        type: "application/x-www-form-urlencoded",
+        body: "grant_type=client_credentials&scope=a+b&client_id=id%3A1",
+      },
+      {
+        url: "/wire/nested",
+        type: "application/x-www-form-urlencoded; charset=utf-8",
+        body:
+          "user%5Bname%5D=Ann&user%5Btags%5D%5B0%5D=x&user%5Btags%5D%5B1%5D=y&user%5Bdeep%5D%5Bz%5D%5B0%5D%5Bk%5D=1" +
+          "&ids%5B%5D=1&ids%5B%5D=2&rows%5B0%5D%5Ba%5D=1&rows%5B1%5D%5Ba%5D=2&when=1970-01-01T00%3A00%3A00.000Z&ok=true" +
+          "&meta%7B%7D=%7B%22j%22%3A1%7D&blob=aGk%3D&txt=%21%27%28%29%7E*-._",
+      },
+      { url: "/wire/options", type: "application/x-www-form-urlencoded; charset=utf-8", body: "a.0=1&a.1=2&b.c.0=3" },
+      { url: "/wire/search-params", type: "application/x-www-form-urlencoded;charset=utf-8", body: "a=1&b=x+y" },
+      { url: "/wire/json", type: "application/json", body: '{"a":{"b":[1,2]}}' },
+      {
+        url:
+          "/wire/query?q=a+b&b%5Bc%5D=1&b%5Bd%5D%5Be%5D%5B0%5D=1&b%5Bd%5D%5Be%5D%5B1%5D=2&a%5B%5D=1&a%5B%5D=2" +
+          "&d=1970-01-01T00:00:00.000Z&s=%5Bx%5D:$,!()~&t=true",
+        type: undefined,
+        body: "",
+      },
+      { url: "/wire/no-indexes?x=1&a=1&a=2", type: undefined, body: "" },
+      { url: "/wire/encoder?(a%5B0%5D)=(1)&(a%5B1%5D)=(2)&(k%7B%7D)=(%7B%22j%22%3A%22v+w%22%7D)", type: undefined, body: "" },
+      { url: "/wire/search-query?a=1+2", type: undefined, body: "" },
+    ]);
+  });
+
   it("refuses private addresses from component code unless the operator allows them", async () => {
     const prepared = await prepareCode(
       guarded,

@@ -11,7 +11,8 @@ export interface AxiosRequestConfig {
   baseURL?: string;
   headers?: Record<string, unknown>;
   params?: Record<string, unknown> | URLSearchParams;
-  paramsSerializer?: ((params: unknown) => string) | { serialize?: (params: unknown) => string };
+  paramsSerializer?: ((params: unknown, options?: FormSerializerOptions) => string) | FormSerializerOptions;
+  formSerializer?: FormSerializerOptions;
   data?: unknown;
   timeout?: number;
   auth?: { username: string; password: string };
@@ -82,31 +83,134 @@ function mergeConfig(a: AxiosRequestConfig, b: AxiosRequestConfig): AxiosRequest
   return { ...a, ...b, headers: { ...(a.headers ?? {}), ...(b.headers ?? {}) } };
 }
 
-function encodeParam(v: string): string {
-  return encodeURIComponent(v)
-    .replace(/%3A/gi, ":")
-    .replace(/%24/g, "$")
-    .replace(/%2C/gi, ",")
-    .replace(/%20/g, "+")
-    .replace(/%5B/gi, "[")
-    .replace(/%5D/gi, "]");
+/** axios 1.x's query-string encoder (buildURL): brackets stay percent-encoded since axios 1.12. */
+function encodeParam(v: unknown): string {
+  return encodeURIComponent(String(v)).replace(/%3A/gi, ":").replace(/%24/g, "$").replace(/%2C/gi, ",").replace(/%20/g, "+");
 }
 
-function serializeParams(params: unknown): string {
-  if (params instanceof URLSearchParams) return params.toString();
-  if (!isPlainObject(params)) return "";
-  const parts: string[] = [];
-  for (const [key, value] of Object.entries(params)) {
-    if (value === null || value === undefined) continue;
-    const values = Array.isArray(value) ? value : [value];
-    const name = Array.isArray(value) ? `${key}[]` : key;
-    for (const item of values) {
-      const text =
-        item instanceof Date ? item.toISOString() : typeof item === "object" && item !== null ? JSON.stringify(item) : String(item);
-      parts.push(`${encodeParam(name)}=${encodeParam(text)}`);
+/** The form encoder axios hands a custom `paramsSerializer.encode` as its second argument. */
+function encodeForm(v: unknown): string {
+  return encodeURIComponent(String(v)).replace(/[!'()~]|%20/g, (c) =>
+    c === "%20" ? "+" : "%" + c.charCodeAt(0).toString(16).toUpperCase(),
+  );
+}
+
+function isURLSearchParams(v: unknown): v is URLSearchParams {
+  return v instanceof URLSearchParams || Object.prototype.toString.call(v) === "[object URLSearchParams]";
+}
+
+/** The options axios's `paramsSerializer` and `formSerializer` pass to its object flattener. */
+export interface FormSerializerOptions {
+  dots?: boolean;
+  indexes?: boolean | null;
+  metaTokens?: boolean;
+  encode?: (value: unknown, defaultEncoder: (value: unknown) => string) => string;
+  serialize?: (params: unknown, options?: FormSerializerOptions) => string;
+  [key: string]: unknown;
+}
+
+type FormKey = string | number;
+const FORM_MAX_DEPTH = 100;
+
+function isVisitable(v: unknown): boolean {
+  return isPlainObject(v) || Array.isArray(v);
+}
+
+function stripBrackets(key: string): string {
+  return key.endsWith("[]") ? key.slice(0, -2) : key;
+}
+
+function formLeaf(value: unknown): unknown {
+  if (value === null) return "";
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === "boolean") return String(value);
+  if (value instanceof ArrayBuffer) return Buffer.from(value);
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) return Buffer.from(value as Uint8Array);
+  return value;
+}
+
+/**
+ * Flattens an object into name/value pairs the way axios 1.x's toFormData default visitor does:
+ * nested plain objects and arrays as `a[b][0]`, a top-level flat array as `a[]` (or `a[0]` / `a`
+ * with `indexes: true` / `null`), `a{}` keys as JSON, null and undefined left out. `bufferAsBase64`
+ * is what axios's URL-encoded body serializer adds (under the bare key, as axios does).
+ */
+function formPairs(data: object, options: FormSerializerOptions, bufferAsBase64: boolean): [string, unknown][] {
+  const dots = options.dots ?? false;
+  const indexes = options.indexes === undefined ? false : options.indexes;
+  const metaTokens = options.metaTokens ?? true;
+  const pairs: [string, unknown][] = [];
+  const stack: unknown[] = [];
+  const render = (path: FormKey[] | undefined, key: FormKey): string =>
+    path
+      ? [...path, key]
+          .map((token, i) => {
+            const t = stripBrackets(String(token));
+            return !dots && i ? `[${t}]` : t;
+          })
+          .join(dots ? "." : "")
+      : String(key);
+  const arrayOf = (value: object): unknown[] | null => {
+    if (Array.isArray(value)) return value;
+    const length = (value as { length?: unknown }).length;
+    return typeof length === "number" ? Array.from({ length }, (_, i) => (value as Record<number, unknown>)[i]) : null;
+  };
+  // true: walk into the value.
+  const visit = (value: unknown, key: FormKey, path: FormKey[] | undefined): boolean => {
+    if (bufferAsBase64 && Buffer.isBuffer(value)) {
+      pairs.push([String(key), value.toString("base64")]);
+      return false;
     }
-  }
-  return parts.join("&");
+    if (typeof value === "object" && value !== null && !path) {
+      const name = String(key);
+      if (name.endsWith("{}")) {
+        pairs.push([metaTokens ? name : name.slice(0, -2), JSON.stringify(value)]);
+        return false;
+      }
+      const list = Array.isArray(value) && !value.some(isVisitable) ? value : name.endsWith("[]") ? arrayOf(value) : null;
+      if (list) {
+        const base = stripBrackets(name);
+        list.forEach((el, index) => {
+          if (el === undefined || el === null) return;
+          pairs.push([indexes === true ? render([base], index) : indexes === null ? base : base + "[]", formLeaf(el)]);
+        });
+        return false;
+      }
+    }
+    if (isVisitable(value)) return true;
+    pairs.push([render(path, key), formLeaf(value)]);
+    return false;
+  };
+  const build = (value: object, path: FormKey[] | undefined, depth: number): void => {
+    if (depth > FORM_MAX_DEPTH) {
+      throw new AxiosError(`Object is too deeply nested (${depth} levels). Max depth: ${FORM_MAX_DEPTH}`, "ERR_FORM_DATA_DEPTH_EXCEEDED");
+    }
+    if (stack.includes(value)) throw new Error("Circular reference detected in " + (path ?? []).join("."));
+    stack.push(value);
+    const entries: [FormKey, unknown][] = Array.isArray(value)
+      ? value.map((el, i) => [i, el] as [FormKey, unknown])
+      : Buffer.isBuffer(value)
+        ? []
+        : Object.keys(value).map((k) => [k, (value as Record<string, unknown>)[k]]);
+    for (const [key, el] of entries) {
+      if (el === undefined || el === null) continue;
+      if (visit(el, typeof key === "string" ? key.trim() : key, path)) build(el, path ? [...path, key] : [key], depth + 1);
+    }
+    stack.pop();
+  };
+  build(data, undefined, 0);
+  return pairs;
+}
+
+/** axios 1.x's default params serialization (buildURL over AxiosURLSearchParams). */
+function serializeParams(params: unknown, options: FormSerializerOptions = {}): string {
+  if (isURLSearchParams(params)) return params.toString();
+  if (typeof params !== "object" || params === null) return "";
+  const custom = options.encode;
+  const encode = custom ? (v: unknown) => custom(v, encodeForm) : encodeParam;
+  return formPairs(params, options, false)
+    .map(([name, value]) => `${encode(name)}=${encode(value)}`)
+    .join("&");
 }
 
 function buildUrl(config: AxiosRequestConfig): string {
@@ -116,8 +220,8 @@ function buildUrl(config: AxiosRequestConfig): string {
   }
   if (config.params) {
     const ser = config.paramsSerializer;
-    const qs =
-      typeof ser === "function" ? ser(config.params) : ser?.serialize ? ser.serialize(config.params) : serializeParams(config.params);
+    const options: FormSerializerOptions = typeof ser === "function" ? { serialize: ser } : (ser ?? {});
+    const qs = options.serialize ? options.serialize(config.params, options) : serializeParams(config.params, options);
     if (qs) {
       const hashIndex = url.indexOf("#");
       if (hashIndex !== -1) url = url.slice(0, hashIndex);
@@ -133,19 +237,29 @@ function headerLookup(headers: Record<string, string | string[]>, name: string):
   return Array.isArray(value) ? value[0] : value;
 }
 
-function prepareBody(data: unknown, headers: Record<string, string | string[]>): Uint8Array | string | undefined {
+function prepareBody(
+  data: unknown,
+  headers: Record<string, string | string[]>,
+  formSerializer: FormSerializerOptions = {},
+): Uint8Array | string | undefined {
   if (data === undefined || data === null) return undefined;
   const setType = (t: string) => {
     if (headerLookup(headers, "content-type") === undefined) headers["content-type"] = t;
   };
   if (typeof data === "string") return data;
-  if (data instanceof URLSearchParams) {
+  if (isURLSearchParams(data)) {
     setType("application/x-www-form-urlencoded;charset=utf-8");
     return data.toString();
   }
   if (data instanceof Uint8Array) return data;
   if (data instanceof ArrayBuffer) return new Uint8Array(data);
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  // Like axios 1.x: an object sent with a URL-encoded Content-Type goes as a form, not JSON.
+  if (typeof data === "object" && (headerLookup(headers, "content-type") ?? "").includes("application/x-www-form-urlencoded")) {
+    const form = new URLSearchParams();
+    for (const [name, value] of formPairs(data, formSerializer, true)) form.append(name, String(value));
+    return form.toString();
+  }
   setType("application/json");
   return JSON.stringify(data);
 }
@@ -189,7 +303,7 @@ async function dispatch(config: AxiosRequestConfig): Promise<AxiosResponse> {
     const token = Buffer.from(`${config.auth.username ?? ""}:${config.auth.password ?? ""}`).toString("base64");
     headers["authorization"] = `Basic ${token}`;
   }
-  const body = prepareBody(config.data, headers);
+  const body = prepareBody(config.data, headers, config.formSerializer);
   const url = buildUrl(config);
   let raw: RawResponse;
   try {

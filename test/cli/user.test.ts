@@ -514,6 +514,9 @@ ${extra}`,
       const missing = hw("workflow", "deploy", bad);
       expect(missing.status).to.equal(1);
       expect(oneLine(missing)).to.match(/cannot find|missing\.mjs/);
+      const noFile = hw("workflow", "deploy", path.join(dir, "nowhere.yaml"));
+      expect(noFile.status, "a local file that is not there is a usage error, as for deploy").to.equal(2);
+      expect(oneLine(noFile)).to.equal(`error: no such file or directory: ${path.join(dir, "nowhere.yaml")}`);
       const deleted = hw("workflow", "delete", deployed.id);
       expect(deleted.status, deleted.stderr).to.equal(0);
       expect(hw("workflow", "run", deployed.id).status).to.equal(4);

@@ -74,7 +74,7 @@ export function eventCommands(program: Command): void {
       const print = (item: EventSummary) => (out.json ? out.jsonLine(item) : printEvent(out, item));
       if (!options.follow) {
         if (out.json) return out.document(kept);
-        if (kept.length === 0) out.note(out.e.dim(`no events kept for ${source.name}`));
+        if (kept.length === 0 && limit > 0) out.note(out.e.dim(`no events kept for ${source.name}`));
         for (const item of kept) printEvent(out, item);
         return;
       }

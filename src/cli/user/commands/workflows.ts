@@ -41,7 +41,9 @@ export async function definitionWithFiles(file: string): Promise<Record<string, 
   try {
     text = fs.readFileSync(file, "utf8");
   } catch (error) {
-    throw new CliError("not_found", `cannot read ${file}: ${(error as Error).message}`);
+    // A local file that is not there is the command line's mistake, as for `headwater deploy` (exit 2).
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw usage(`no such file or directory: ${file}`);
+    throw new CliError("invalid_request", `cannot read ${file}: ${(error as Error).message}`);
   }
   let definition: unknown;
   try {

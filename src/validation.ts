@@ -41,6 +41,65 @@ function describe(error: ErrorObject, where: string): ErrorDetail {
   return { path, message };
 }
 
+const isUnion = (e: ErrorObject) => e.keyword === "anyOf" || e.keyword === "oneOf";
+
+/**
+ * Ajv's errors of a union list every branch's complaint ("must be equal to constant" three times,
+ * "must be string", "must match a schema in anyOf"). Kept: the branches that got furthest into the
+ * value (the object branch for an object with a bad field), the union's own summary only when
+ * nothing else is said, and a path's allowed constants as one "must be one of" naming them.
+ */
+function simplify(errors: readonly ErrorObject[]): ErrorObject[] {
+  let list = [...errors];
+  for (const union of errors.filter(isUnion)) {
+    const prefix = `${union.schemaPath}/`;
+    const branchOf = (e: ErrorObject) => (e.schemaPath.startsWith(prefix) ? e.schemaPath.slice(prefix.length).split("/")[0] : undefined);
+    const reach = new Map<string, number>();
+    for (const e of list) {
+      const branch = branchOf(e);
+      if (branch !== undefined) reach.set(branch, Math.max(reach.get(branch) ?? -1, e.instancePath.length));
+    }
+    const furthest = Math.max(...reach.values());
+    list = list.filter((e) => {
+      const branch = branchOf(e);
+      return branch === undefined || reach.get(branch) === furthest;
+    });
+  }
+  if (list.some((e) => !isUnion(e))) list = list.filter((e) => !isUnion(e));
+  const out: ErrorObject[] = [];
+  const allowed = new Map<string, { error: ErrorObject; values: unknown[] }>();
+  for (const e of list) {
+    const values =
+      e.keyword === "const"
+        ? [(e.params as { allowedValue: unknown }).allowedValue]
+        : e.keyword === "enum"
+          ? (e.params as { allowedValues: unknown[] }).allowedValues
+          : undefined;
+    if (values === undefined) {
+      out.push(e);
+      continue;
+    }
+    const seen = allowed.get(e.instancePath);
+    if (seen) seen.values.push(...values);
+    else {
+      const entry = { error: { ...e }, values: [...values] };
+      allowed.set(e.instancePath, entry);
+      out.push(entry.error);
+    }
+  }
+  for (const { error, values } of allowed.values()) {
+    const named = [...new Set(values.map((v) => JSON.stringify(v)))];
+    error.message = named.length === 1 ? `must be ${named[0]}` : `must be one of ${named.join(", ")}`;
+  }
+  const said = new Set<string>();
+  return out.filter((e) => {
+    const key = `${e.instancePath}\u0000${e.keyword}\u0000${e.message}\u0000${JSON.stringify(e.params)}`;
+    if (said.has(key)) return false;
+    said.add(key);
+    return true;
+  });
+}
+
 /** Decimal integers as query text: no exponents, hex, fractions or Infinity, and within the safe range. */
 const INTEGER_TEXT = /^-?(?:0|[1-9][0-9]{0,15})$/;
 
@@ -62,7 +121,7 @@ function compile<T>(ajv: Ajv2020, schema: Schema, where: string): Validator<T> {
     // Coercion would read "Infinity", "1e400" or "0x10" as numbers; text parameters must be plain decimals.
     const textProblems = where !== "query" && where !== "params" ? [] : integerTextProblems(schema, value, where);
     if (textProblems.length === 0 && validate(value)) return value as T;
-    const details = textProblems.length > 0 ? textProblems : (validate.errors ?? []).map((e) => describe(e, where));
+    const details = textProblems.length > 0 ? textProblems : simplify(validate.errors ?? []).map((e) => describe(e, where));
     const first = details[0];
     throw new DomainError("invalid_request", first ? `${first.path} ${first.message}` : `invalid ${where}`, details);
   };

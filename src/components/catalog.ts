@@ -7,12 +7,17 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { EventStore } from "../store/eventStore.js";
 import { CommandHandler, type HandleOptions, type HandlerOf } from "../../commands/handler.js";
-import { component as componentDecider, REGISTRY_OWNER, type ComponentSaved } from "../../commands/components/component.js";
+import {
+  component as componentDecider,
+  REGISTRY_OWNER,
+  type ComponentSaved,
+  type SaveComponent,
+} from "../../commands/components/component.js";
 import { Names } from "../../commands/names/claims.js";
 import { streams } from "../../commands/streams.js";
 import { DomainError } from "../../commands/decider.js";
 import type { ComponentRuntime, ComponentSource } from "../runtime/componentRuntime.js";
-import { storedMeta, type ComponentsReadModel } from "../readModels/components.js";
+import { storedMeta, type ComponentsReadModel, type StoredComponentMeta } from "../readModels/components.js";
 import type { ComponentCache, LoadedComponent } from "./componentCache.js";
 import { newId, type Clock } from "../ids.js";
 import { codeHash } from "../runtime/index.js";
@@ -37,6 +42,14 @@ export interface Saved {
   readonly position: number | undefined;
 }
 
+/** Code `prepare`d but not saved yet. */
+export interface Unsaved {
+  /** The component as it will read once saved (or the identical one saved before). */
+  readonly component: LoadedComponent;
+  /** The command that saves it; undefined when the owner saved identical code before. */
+  readonly command: SaveComponent | undefined;
+}
+
 export class ComponentCatalog {
   readonly #components: HandlerOf<typeof componentDecider>;
   readonly #names: Names;
@@ -56,6 +69,16 @@ export class ComponentCatalog {
     input: { code?: string; url?: string; files?: Record<string, string>; entry?: string },
     options: HandleOptions = {},
   ): Promise<Saved> {
+    return this.commit(await this.prepare(ownerId, input), options);
+  }
+
+  /**
+   * What `save` would save, without saving it: the code is fetched, prepared and checked, and the
+   * component it becomes is ready to check props against and to run hooks with. Nothing is written
+   * until `commit`, so a deploy that is refused afterwards leaves the catalog (and the owner's keys)
+   * as it was.
+   */
+  async prepare(ownerId: string, input: { code?: string; url?: string; files?: Record<string, string>; entry?: string }): Promise<Unsaved> {
     const url = input.url ?? null;
     let source: ComponentSource;
     if (input.files) {
@@ -72,16 +95,25 @@ export class ComponentCatalog {
       source = { code, ...(url !== null ? { url } : {}) };
     }
     const prepared = await this.deps.runtime.prepare(source);
-    const existing = this.deps.components.idByHash(ownerId, prepared.codeHash, url);
-    if (existing) return { componentId: existing, position: undefined };
+    const existingId = this.deps.components.idByHash(ownerId, prepared.codeHash, url);
+    const existing = existingId === undefined ? undefined : this.deps.cache.get(existingId);
+    if (existing) return { component: existing, command: undefined };
     const id = newId("sc");
     const data = savedData(id, ownerId, source.code, url, prepared, this.deps.clock);
-    const saved = await this.#components.handle(
-      id,
-      { type: "SaveComponent", data: source.files ? { ...data, files: { ...source.files }, entry: source.entry! } : data },
-      options,
-    );
-    return { componentId: id, position: saved.position };
+    const command: SaveComponent = {
+      type: "SaveComponent",
+      data: source.files ? { ...data, files: { ...source.files }, entry: source.entry! } : data,
+    };
+    // The decider's rules now, so that commit is refused only by what happens in between.
+    componentDecider.decide(command, componentDecider.initialState());
+    return { component: loadedFrom(data), command };
+  }
+
+  /** Saves what `prepare` answered (nothing when identical code was saved before). */
+  async commit(unsaved: Unsaved, options: HandleOptions = {}): Promise<Saved> {
+    if (!unsaved.command) return { componentId: unsaved.component.id, position: undefined };
+    const saved = await this.#components.handle(unsaved.command.data.id, unsaved.command, options);
+    return { componentId: unsaved.command.data.id, position: saved.position };
   }
 
   /** A component the caller may use: its own (or its org's, by `canSee`), or a registry component. */
@@ -183,5 +215,24 @@ function savedData(
     configurableProps: prepared.configurableProps,
     meta: storedMeta(prepared) as unknown as Record<string, unknown>,
     at: Math.floor(clock.now() / 1000),
+  };
+}
+
+/** A component not saved yet as the read model will answer it once it is (JSON fields as they come back). */
+function loadedFrom(data: ComponentSaved["data"]): LoadedComponent {
+  return {
+    id: data.id,
+    ownerId: data.ownerId,
+    key: data.key,
+    name: data.name,
+    version: data.version,
+    type: data.type,
+    description: data.description,
+    code: data.code,
+    codeHash: data.codeHash,
+    url: data.url,
+    configurableProps: JSON.parse(JSON.stringify(data.configurableProps)) as LoadedComponent["configurableProps"],
+    meta: JSON.parse(JSON.stringify(data.meta)) as StoredComponentMeta,
+    createdAt: data.at,
   };
 }

@@ -1,7 +1,8 @@
 // Deploy, update and delete a source, with the hooks the seed's state table runs around each. The
 // rules are the source decider's (commands/sources); this runs the hooks first (their results go
-// into the command), claims and releases the name_slug, and records the hooks' runs once the
-// command was accepted, so a refused command leaves nothing behind.
+// into the command), saves code that came with the request only once every check and hook passed,
+// claims and releases the name_slug, and records the hooks' runs once the command was accepted, so a
+// refused command leaves nothing behind (no component either).
 import type { EventStore } from "../store/eventStore.js";
 import { CommandHandler, latestPosition, type HandleOptions, type HandlerOf } from "../../commands/handler.js";
 import { hooksAround, source as sourceDecider, type Hook, type HookResults, type SourceCommand } from "../../commands/sources/source.js";
@@ -60,6 +61,12 @@ export class SourceLifecycle {
     name?: string;
     configuredProps: Record<string, unknown>;
     metadata: Record<string, unknown>;
+    /**
+     * Saves the component when its code came with the request: called once every check and hook
+     * passed, just before the source's event, so a refused deploy saves nothing (the hooks ran with
+     * the component as it will be saved).
+     */
+    saveComponent?: (options: HandleOptions) => Promise<{ position: number | undefined }>;
   }): Promise<Changed> {
     const { component } = input;
     const options = { metadata: input.metadata };
@@ -95,6 +102,7 @@ export class SourceLifecycle {
     };
     const ran = await this.#hooks(runnable, component, hooksAround.deploy(component.meta.component.hooks), {});
     sourceDecider.decide(command("-", results(ran, false), stored), sourceDecider.initialState());
+    const saved = await input.saveComponent?.(options);
     const { name: nameSlug, appended: claim } = await this.#claimSlug(input.ownerId, name, id, options);
     let deployed;
     try {
@@ -104,7 +112,7 @@ export class SourceLifecycle {
       throw error;
     }
     const recorded = await this.#record(runnable, component, ran);
-    return { sourceId: id, position: latestPosition(claim.position, deployed.position, recorded) };
+    return { sourceId: id, position: latestPosition(saved?.position, claim.position, deployed.position, recorded) };
   }
 
   async update(input: {
@@ -116,6 +124,12 @@ export class SourceLifecycle {
     active: boolean;
     force: boolean;
     metadata: Record<string, unknown>;
+    /**
+     * Saves the component when its code came with the request: called once every check and hook
+     * passed, just before the source's event, so a refused update saves nothing (the hooks ran with
+     * the component as it will be saved).
+     */
+    saveComponent?: (options: HandleOptions) => Promise<{ position: number | undefined }>;
   }): Promise<Changed> {
     const { source, component, previousComponent } = input;
     const options = { metadata: input.metadata };
@@ -153,6 +167,7 @@ export class SourceLifecycle {
     const activated = await this.#hooks(newRunnable, component, around.after, db);
     const hooks = results([...deactivated, ...activated], input.force);
     sourceDecider.decide(command(source.nameSlug, hooks), current.state);
+    const saved = await input.saveComponent?.(options);
 
     let nameSlug = source.nameSlug;
     let claimPosition: number | undefined;
@@ -165,7 +180,7 @@ export class SourceLifecycle {
     if (renamed) await this.#releaseSlug(source.ownerId, source.nameSlug, source.id, options);
     const first = await this.#record(oldRunnable, previousComponent, deactivated);
     const second = await this.#record(newRunnable, component, activated);
-    return { sourceId: source.id, position: latestPosition(claimPosition, updated.position, first, second) };
+    return { sourceId: source.id, position: latestPosition(saved?.position, claimPosition, updated.position, first, second) };
   }
 
   async delete(input: { source: Source; component: LoadedComponent; force: boolean; metadata: Record<string, unknown> }): Promise<Changed> {

@@ -259,6 +259,88 @@ describe("sources: deploy and lifecycle (real server)", function () {
     expect((await outsiderClient.post(`/v1/sources?org_id=${org.id}`, { key: "http-new-requests" })).status).to.equal(404);
   });
 
+  describe("a refused deploy or update from code saves no component", () => {
+    const action = (key: string, version: string) =>
+      `export default { key: "${key}", name: "Act ${key}", version: "${version}", type: "action", async run() { return "${version}"; } };`;
+    const source = (
+      key: string,
+      version: string,
+      hook = "",
+    ) => `export default { key: "${key}", name: "Refused ${key}", version: "${version}",
+      props: { http: "$.interface.http", count: { type: "integer", min: 1, max: 3 } }, hooks: { ${hook} }, async run() {} };`;
+    const throwing = (hook: string) => `async ${hook}() { throw new Error("no webhook today"); }`;
+    const version = async (key: string) => {
+      const r = await admin.get(`/v1/components/${key}`);
+      return r.status === 200 ? r.body.data.version : r.status;
+    };
+    const run = async (key: string) => (await admin.post(`/v1/components/${key}/run`, {})).body.data.return_value;
+
+    it("an action posted as a source: 400, its key still names the saved version and runs it", async () => {
+      const saved = await admin.post("/v1/components", { component_code: action("me-act2", "v1") });
+      expect(saved.status, JSON.stringify(saved.body)).to.equal(200);
+      expect(await run("me-act2")).to.equal("v1");
+      const r = await admin.post("/v1/sources", { component_code: action("me-act2", "v2") });
+      expect(r.status).to.equal(400);
+      expect(r.body.error).to.match(/only sources can be deployed/);
+      expect(await version("me-act2")).to.equal("v1");
+      expect(await run("me-act2")).to.equal("v1");
+      const fresh = await admin.post("/v1/sources", { component_code: action("me-act-new", "v1") });
+      expect(fresh.status).to.equal(400);
+      expect(await version("me-act-new"), "never saved").to.equal(404);
+    });
+
+    it("a source whose deploy hook throws (400 hook_failed) is not saved, nor its key moved", async () => {
+      const r = await admin.post("/v1/sources", {
+        component_code: source("me-hooked", "v1", throwing("deploy")),
+        configured_props: { count: 1 },
+      });
+      expect(r.status).to.equal(400);
+      expect(r.body.code).to.equal("hook_failed");
+      expect(await version("me-hooked")).to.equal(404);
+      expect((await admin.post("/v1/components", { component_code: action("me-act3", "v1") })).status).to.equal(200);
+      const again = await admin.post("/v1/sources", {
+        component_code: source("me-act3", "v2", throwing("activate")),
+        configured_props: { count: 1 },
+      });
+      expect(again.body.code).to.equal("hook_failed");
+      expect(await version("me-act3")).to.equal("v1");
+      expect(await run("me-act3")).to.equal("v1");
+    });
+
+    it("a source whose configured props are out of range (400) is not saved", async () => {
+      const r = await admin.post("/v1/sources", { component_code: source("me-ranged", "v1"), configured_props: { count: 9 } });
+      expect(r.status).to.equal(400);
+      expect(r.body.details[0].path).to.equal("configured_props.count");
+      expect(await version("me-ranged")).to.equal(404);
+      // Accepted, the same code is saved under its key, as the source's component.
+      const ok = await admin.post("/v1/sources", { component_code: source("me-ranged", "v1"), configured_props: { count: 2 } });
+      expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
+      expect((await admin.get("/v1/components/me-ranged")).body.data).to.include({ id: ok.body.data.component_id, version: "v1" });
+    });
+
+    it("PUT /sources/{id} with refused code (an action, a throwing activate hook, props out of range) keeps the component and key", async () => {
+      const deployed = await admin.post("/v1/sources", { component_code: source("me-updated", "v1"), configured_props: { count: 1 } });
+      expect(deployed.status, JSON.stringify(deployed.body)).to.equal(200);
+      const id = deployed.body.data.id as string;
+      expect(await version("me-updated")).to.equal("v1");
+      const refused = [
+        { component_code: action("me-updated", "v2") },
+        { component_code: source("me-updated", "v3", throwing("activate")) },
+        { component_code: source("me-updated", "v4"), configured_props: { count: 9 } },
+      ];
+      for (const body of refused) {
+        const r = await admin.put(`/v1/sources/${id}`, body);
+        expect(r.status, JSON.stringify(r.body)).to.equal(400);
+        expect(await version("me-updated"), body.component_code).to.equal("v1");
+      }
+      expect((await admin.get(`/v1/sources/${id}`)).body.data.component_id).to.equal(deployed.body.data.component_id);
+      // An accepted update saves the new code and moves the key.
+      const ok = await admin.put(`/v1/sources/${id}`, { component_code: source("me-updated", "v5"), configured_props: { count: 3 } });
+      expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
+      expect((await admin.get("/v1/components/me-updated")).body.data).to.include({ id: ok.body.data.component_id, version: "v5" });
+    });
+  });
+
   it("refuses to deploy an action, and unknown component ids", async () => {
     const action = await admin.post("/v1/sources", { key: "helper_functions-format-json" });
     expect(action.status).to.equal(400);

@@ -8,6 +8,7 @@ import { REGISTRY_OWNER } from "../../../commands/components/component.js";
 import { viewProps } from "../../sources/configuredProps.js";
 import type { Source as SourceView } from "../../readModels/sources.js";
 import type { LoadedComponent } from "../../components/componentCache.js";
+import type { HandleOptions } from "../../../commands/handler.js";
 
 export const Source = Type.Object(
   {
@@ -58,7 +59,17 @@ export function visibleSource(deps: Pick<ApiDeps, "access" | "sources">, caller:
   return deps.access.visible(caller, /^dc_[0-9a-z]+$/.test(id) ? deps.sources.source(id) : undefined, "source");
 }
 
-/** The seed's precedence: component_id, then component_code or component_files (component_url is then metadata), then component_url, then a registry key. */
+/** A component to deploy, and when its code came with the request, how to save it once the deploy is accepted. */
+interface Resolved {
+  readonly component: LoadedComponent;
+  readonly saveComponent?: (options: HandleOptions) => Promise<{ position: number | undefined }>;
+}
+
+/**
+ * The seed's precedence: component_id, then component_code or component_files (component_url is
+ * then metadata), then component_url, then a registry key. Code is prepared here but saved by the
+ * lifecycle only once the deploy passed its checks and hooks: a refused deploy saves nothing.
+ */
 async function resolveComponent(
   deps: SourceDeps,
   caller: Caller,
@@ -71,20 +82,20 @@ async function resolveComponent(
     component_url?: string | undefined;
     key?: string | undefined;
   },
-): Promise<LoadedComponent | undefined> {
+): Promise<Resolved | undefined> {
   if (body.component_id !== undefined) {
     const found = deps.catalog.usable(body.component_id, (owner) => deps.access.canSee(caller, owner));
     if (!found) throw notFound("component");
-    return found;
+    return { component: found };
   }
   if (body.component_code !== undefined || body.component_files !== undefined || body.component_url !== undefined) {
-    const saved = await written(deps, deps.catalog.save(ownerId, codeOf(body), { metadata: { by: caller.userId } }));
-    return deps.components.get(saved.componentId);
+    const unsaved = await deps.catalog.prepare(ownerId, codeOf(body));
+    return { component: unsaved.component, saveComponent: (options) => deps.catalog.commit(unsaved, options) };
   }
   if (body.key !== undefined) {
     const found = deps.catalog.byKey(REGISTRY_OWNER, body.key);
     if (!found) throw notFound("registry component");
-    return found;
+    return { component: found };
   }
   return undefined;
 }
@@ -108,8 +119,8 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
       response: { description: "the new source", schema: Data(Source) },
       async handle({ caller, body, query }) {
         const ownerId = deps.access.ownerForCreate(caller, query.org_id ?? body.org_id);
-        const component = await resolveComponent(deps, caller, ownerId, body);
-        if (!component) {
+        const resolved = await resolveComponent(deps, caller, ownerId, body);
+        if (!resolved) {
           throw invalid("give one of component_id, component_code, component_files, component_url or key", [
             { path: "body.component_id", message: "one of component_id, component_code, component_files, component_url, key is required" },
           ]);
@@ -119,7 +130,7 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
           deps.lifecycle.deploy({
             ownerId,
             creatorId: caller.userId,
-            component,
+            ...resolved,
             ...(body.name !== undefined ? { name: body.name } : {}),
             configuredProps: body.configured_props ?? {},
             metadata: { by: caller.userId },
@@ -186,12 +197,12 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
       async handle({ caller, params, body, query }) {
         const source = visibleSource(deps, caller, params.id);
         const previousComponent = deps.components.get(source.componentId)!;
-        const component = (await resolveComponent(deps, caller, source.ownerId, body)) ?? previousComponent;
+        const resolved = (await resolveComponent(deps, caller, source.ownerId, body)) ?? { component: previousComponent };
         const updated = await written(
           deps,
           deps.lifecycle.update({
             source,
-            component,
+            ...resolved,
             previousComponent,
             ...(body.name !== undefined ? { name: body.name } : {}),
             ...(body.configured_props !== undefined ? { configuredProps: body.configured_props } : {}),

@@ -279,6 +279,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     rules: { minTimerSeconds: config.timerMinSeconds },
     endpointUrl,
     accounts: connectedAccounts,
+    quota,
   });
   const destinations = new Destinations(config.destinations);
   closers.push(() => destinations.close());

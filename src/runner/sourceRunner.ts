@@ -321,6 +321,14 @@ export class SourceRunner {
     return this.record(request, { outcome, startedMs: this.clock.now() }, loaded);
   }
 
+  /**
+   * Logs (and so bills) a run whose change was refused and is not recorded: a hook that failed a
+   * deploy, update or delete. Its events and state are not kept; its log is, under the source's id.
+   */
+  async logRefused(request: RunRequest, execution: Execution): Promise<number | undefined> {
+    return this.runLogs.append(this.logOf(request, execution, this.clock.now(), []));
+  }
+
   /** Logs an invocation dropped without running (its source was paused meanwhile). */
   async logSkipped(
     request: Pick<RunRequest, "invocationId" | "trigger" | "chain">,

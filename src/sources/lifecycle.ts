@@ -18,6 +18,7 @@ import type { Sealer } from "../secrets/sealer.js";
 import type { ConnectedAccounts } from "../connectedAccounts/connectedAccounts.js";
 import { slugify } from "../slug.js";
 import { endpointToken, newId, type Clock } from "../ids.js";
+import type { QuotaGuard } from "./quota.js";
 
 export interface LifecycleDeps {
   readonly store: EventStore;
@@ -30,6 +31,8 @@ export interface LifecycleDeps {
   readonly endpointUrl: (endpointId: string) => string;
   /** Checks the connected accounts configured props bind (the owner's, of the prop's app). */
   readonly accounts: Pick<ConnectedAccounts, "checkBindings">;
+  /** Refuses hooks of a free account past its daily quota (they are runs like any other). */
+  readonly quota?: Pick<QuotaGuard, "check">;
 }
 
 export interface Changed {
@@ -101,7 +104,9 @@ export class SourceLifecycle {
       endpointUrl: this.deps.endpointUrl(endpointId),
     };
     const ran = await this.#hooks(runnable, component, hooksAround.deploy(component.meta.component.hooks), {});
-    sourceDecider.decide(command("-", results(ran, false), stored), sourceDecider.initialState());
+    await this.#loggedIfRefused([{ source: runnable, component, ran }], async () =>
+      sourceDecider.decide(command("-", results(ran, false), stored), sourceDecider.initialState()),
+    );
     const saved = await input.saveComponent?.(options);
     const { name: nameSlug, appended: claim } = await this.#claimSlug(input.ownerId, name, id, options);
     let deployed;
@@ -162,11 +167,19 @@ export class SourceLifecycle {
     const { state } = await this.deps.emitters.load(source.id);
     const deactivated = await this.#hooks(oldRunnable, previousComponent, before, state.db);
     // A failed deactivate refuses the update (unless forced) before the new code's activate runs.
-    sourceDecider.decide(command(source.nameSlug, results(deactivated, input.force)), current.state);
+    await this.#loggedIfRefused([{ source: oldRunnable, component: previousComponent, ran: deactivated }], async () =>
+      sourceDecider.decide(command(source.nameSlug, results(deactivated, input.force)), current.state),
+    );
     const db = deactivated.at(-1)?.execution.outcome.db ?? state.db;
     const activated = await this.#hooks(newRunnable, component, around.after, db);
     const hooks = results([...deactivated, ...activated], input.force);
-    sourceDecider.decide(command(source.nameSlug, hooks), current.state);
+    await this.#loggedIfRefused(
+      [
+        { source: oldRunnable, component: previousComponent, ran: deactivated },
+        { source: newRunnable, component, ran: activated },
+      ],
+      async () => sourceDecider.decide(command(source.nameSlug, hooks), current.state),
+    );
     const saved = await input.saveComponent?.(options);
 
     let nameSlug = source.nameSlug;
@@ -190,13 +203,15 @@ export class SourceLifecycle {
     const { state } = await this.deps.emitters.load(source.id);
     // Its log goes with the source: a failure the operator forced past is in the answer, not kept.
     const ran = await this.#hooks(runnable, component, hooksAround.delete(component.meta.component.hooks, source.active), state.db);
-    const deleted = await this.#sources.handle(
-      source.id,
-      {
-        type: "DeleteSource",
-        data: { id: source.id, at: seconds(this.deps.clock), hooks: results(ran, input.force) },
-      },
-      options,
+    const deleted = await this.#loggedIfRefused([{ source: runnable, component, ran }], () =>
+      this.#sources.handle(
+        source.id,
+        {
+          type: "DeleteSource",
+          data: { id: source.id, at: seconds(this.deps.clock), hooks: results(ran, input.force) },
+        },
+        options,
+      ),
     );
     await this.#releaseSlug(source.ownerId, source.nameSlug, source.id, options);
     // Its events, state, logs and timer go with it; its command stream stays for audit.
@@ -232,6 +247,7 @@ export class SourceLifecycle {
     db: Record<string, unknown>,
   ): Promise<HookRun[]> {
     const done: HookRun[] = [];
+    if (hooks.length > 0) this.deps.quota?.check(source.creatorId);
     for (const hook of hooks) {
       const invocationId = newId("inv");
       const execution = await this.deps.runner.execute({ source, component, invocationId, trigger: hook }, db);
@@ -240,6 +256,28 @@ export class SourceLifecycle {
       db = execution.outcome.db;
     }
     return done;
+  }
+
+  /**
+   * Decides, and when the change is refused (a hook failed and the caller did not force past it),
+   * logs the hooks that ran before the refusal is answered: their compute was spent, so they are
+   * billed and counted like any run, and the source's logs (when it exists) say what failed. Before,
+   * a refused deploy's hooks cost nothing, so a hook looping to the run timeout was free to repeat.
+   */
+  async #loggedIfRefused<T>(
+    ran: readonly { source: RunnableSource; component: LoadedComponent; ran: readonly HookRun[] }[],
+    decide: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await decide();
+    } catch (error) {
+      for (const group of ran) {
+        for (const { hook, invocationId, execution } of group.ran) {
+          await this.deps.runner.logRefused({ source: group.source, component: group.component, invocationId, trigger: hook }, execution);
+        }
+      }
+      throw error;
+    }
   }
 
   async #record(source: RunnableSource, component: LoadedComponent, ran: readonly HookRun[]): Promise<number | undefined> {

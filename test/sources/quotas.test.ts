@@ -137,4 +137,25 @@ describe("usage and quotas (real server)", function () {
     expect(manual.status).to.equal(200);
     expect((await me(client)).billing_period_invocations).to.equal(runs + 1);
   });
+  it("hooks of a refused deploy are billed like runs (they spent compute), and a free account past its quota cannot run hooks", async () => {
+    const client = user("free-hooks");
+    const failing = `export default {
+      name: "Failing hook", version: "0.0.1",
+      props: { http: { type: "$.interface.http" } },
+      hooks: { async deploy() { await new Promise((r) => setTimeout(r, 150)); throw new Error("the deploy hook fails"); } },
+      async run() {},
+    };`;
+    for (let n = 1; n <= INVOCATIONS_QUOTA; n++) {
+      const refused = await client.post("/v1/sources", { component_code: failing });
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
+      expect(refused.body.code).to.equal("hook_failed");
+      const used = await usageAt(client, "daily_invocations_used", n);
+      expect(used.daily_invocations_used, "each refused deploy's hook counts once").to.equal(n);
+      expect(used.daily_compute_time_used, "its wall time is billed").to.be.at.least(150 * n);
+    }
+    expectQuota429(await client.post("/v1/sources", { component_code: failing }), /daily invocations quota/);
+    expect((await me(client)).daily_invocations_used, "a hook refused by the quota does not run").to.equal(INVOCATIONS_QUOTA);
+    const noHooks = await client.post("/v1/sources", { component_code: ECHO_BODY });
+    expect(noHooks.status, "a deploy that runs no code is not held to the quota").to.equal(200);
+  });
 });

@@ -10,7 +10,7 @@ import { Names } from "../../commands/names/claims.js";
 import { emitterDataStreams, streams } from "../../commands/streams.js";
 import { DomainError, type ProblemDetail } from "../../commands/decider.js";
 import { REGISTRY_OWNER } from "../../commands/components/component.js";
-import type { ComponentCatalog } from "../components/catalog.js";
+import type { ComponentCatalog, Unsaved } from "../components/catalog.js";
 import type { LoadedComponent } from "../components/componentCache.js";
 import type { Workflow, WorkflowsReadModel } from "../readModels/workflows.js";
 import { checkConfiguredProps, checkTimerValue, type PropRules } from "../sources/configuredProps.js";
@@ -100,9 +100,14 @@ export class WorkflowService {
   ): Promise<Deployed> {
     const { ownerId, definition } = input;
     const trigger = this.#trigger(definition);
-    const steps = await this.#steps(ownerId, definition.steps, input.canSee, options);
+    const { steps, unsaved } = await this.#steps(ownerId, definition.steps, input.canSee);
     const at = this.deps.clock.now();
     const id = await this.#idFor(ownerId, input.key, at, options);
+    // The steps' code is saved only now that the whole definition passed: a refused deploy leaves
+    // the catalog as it was, as a refused source deploy does.
+    let savedAt: number | undefined;
+    for (const component of unsaved) savedAt = (await this.deps.catalog.commit(component, options)).position ?? savedAt;
+    if (savedAt !== undefined) await this.deps.waitFor(savedAt);
     const appended = await this.#workflows.handle(
       id,
       {
@@ -189,22 +194,31 @@ export class WorkflowService {
     }
   }
 
+  /** The steps, with the code given inline or as files prepared (checked, not saved: `unsaved`). */
   async #steps(
     ownerId: string,
     definitions: readonly StepDefinition[],
     canSee: (ownerId: string) => boolean,
-    options: HandleOptions,
-  ): Promise<WorkflowStep[]> {
+  ): Promise<{ steps: WorkflowStep[]; unsaved: Unsaved[] }> {
     const problems: ProblemDetail[] = [];
     const steps: WorkflowStep[] = [];
+    const unsaved: Unsaved[] = [];
     for (const [i, step] of definitions.entries()) {
       const where = `definition.steps[${i}]`;
-      const resolved = await this.#component(ownerId, step, where, canSee, options);
+      const resolved = await this.#component(ownerId, step, where, canSee);
       if ("problem" in resolved) {
         problems.push(resolved.problem);
         continue;
       }
-      const { component, kind } = resolved;
+      let { component } = resolved;
+      const { kind } = resolved;
+      const command = resolved.unsaved?.command;
+      if (command) {
+        // The same code in two steps (one action file used twice) is one component, as it was when saved step by step.
+        const same = unsaved.find((u) => u.command!.data.codeHash === command.data.codeHash && u.command!.data.url === command.data.url);
+        if (same) component = same.component;
+        else unsaved.push(resolved.unsaved!);
+      }
       if (component.type !== "action") {
         problems.push({ path: where, message: `${component.key ?? component.id} is a ${component.type}: workflow steps are actions` });
         continue;
@@ -214,7 +228,7 @@ export class WorkflowService {
       steps.push({ cellId: newId("c"), name: step.name, componentId: component.id, kind, props: stored });
     }
     if (problems.length > 0) throw new DomainError("invalid_request", `${problems[0].path} ${problems[0].message}`, problems);
-    return steps;
+    return { steps, unsaved };
   }
 
   async #component(
@@ -222,27 +236,15 @@ export class WorkflowService {
     step: StepDefinition,
     where: string,
     canSee: (ownerId: string) => boolean,
-    options: HandleOptions,
-  ): Promise<{ component: LoadedComponent; kind: WorkflowStep["kind"] } | { problem: ProblemDetail }> {
-    const load = async (saved: Promise<{ componentId: string; position: number | undefined }>) => {
-      const { componentId, position } = await saved;
-      if (position !== undefined) await this.deps.waitFor(position);
-      const component = this.deps.catalog.usable(componentId, () => true);
-      if (!component) throw new DomainError("internal", `component ${componentId} was saved but cannot be read`);
-      return component;
-    };
+  ): Promise<{ component: LoadedComponent; kind: WorkflowStep["kind"]; unsaved?: Unsaved } | { problem: ProblemDetail }> {
     try {
       if (step.code !== undefined) {
-        return {
-          component: await load(this.deps.catalog.save(ownerId, codeStepFiles({ name: step.name, code: step.code }), options)),
-          kind: "code",
-        };
+        const unsaved = await this.deps.catalog.prepare(ownerId, codeStepFiles({ name: step.name, code: step.code }));
+        return { component: unsaved.component, kind: "code", unsaved };
       }
       if (step.files !== undefined) {
-        return {
-          component: await load(this.deps.catalog.save(ownerId, { files: step.files, entry: step.entry ?? "" }, options)),
-          kind: "action",
-        };
+        const unsaved = await this.deps.catalog.prepare(ownerId, { files: step.files, entry: step.entry ?? "" });
+        return { component: unsaved.component, kind: "action", unsaved };
       }
       const reference = step.component_id ?? step.action!;
       if (/^sc_[0-9a-z]+$/.test(reference)) {

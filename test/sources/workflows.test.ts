@@ -458,6 +458,43 @@ steps:
     expect((await me(free)).daily_invocations_used).to.equal(before + 2);
   });
 
+  it("a refused deploy saves none of its steps' code (the key of an action given as files still names what it named)", async () => {
+    const key = "wf-refused-key";
+    const v1 = ACTION.replace('key: "wf-test-multiply"', `key: "${key}"`);
+    const saved = await admin.post("/v1/components", { component_code: v1 });
+    expect(saved.status, JSON.stringify(saved.body)).to.equal(200);
+    const v2 = v1.replace('version: "0.1.0"', 'version: "0.2.0"');
+    const refused = await admin.post("/v1/workflows", {
+      definition: {
+        name: "Refused",
+        steps: [
+          { name: "files", files: { "multiply.mjs": v2 }, entry: "multiply.mjs", props: { value: 2 } },
+          { name: "inline", code: "async (steps) => steps.files.product" },
+          { name: "missing", action: "no-such-key-anywhere" },
+        ],
+      },
+    });
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
+    expect(refused.body.details.map((d: any) => d.path)).to.deep.equal(["definition.steps[2].action"]);
+    const byKey = await admin.get(`/v1/components/${key}`);
+    expect(byKey.status).to.equal(200);
+    expect(byKey.body.data.version, "the refused deploy's v2 was not saved").to.equal("0.1.0");
+    // Accepted, the same definition saves the action once though two steps use it.
+    const accepted = await deployWorkflow(admin, {
+      name: "Accepted",
+      steps: [
+        { name: "one", files: { "multiply.mjs": v2 }, entry: "multiply.mjs", props: { value: 2 } },
+        { name: "two", files: { "multiply.mjs": v2 }, entry: "multiply.mjs", props: { value: "{{steps.one.product}}" } },
+      ],
+    });
+    expect((await run(admin, accepted.id)).steps.map((st: any) => st.return_value)).to.deep.equal([{ product: 4 }, { product: 8 }]);
+    const now = (await admin.get(`/v1/components/${key}`)).body.data;
+    expect(now.version).to.equal("0.2.0");
+    const steps = (await admin.get(`/v1/workflows/${accepted.id}`)).body.data.steps as { component_id: string }[];
+    expect(steps.map((st) => st.component_id)).to.deep.equal([now.id, now.id]);
+    expect((await admin.get(`/v1/components/${byKey.body.data.id}`)).body.data.version, "v1 is still there by its id").to.equal("0.1.0");
+  });
+
   it("refuses bad definitions with every problem's path, and hides other users' workflows", async () => {
     const bad = await admin.post("/v1/workflows", {
       definition: { name: "Bad", steps: [{ name: "trigger", code: "async () => 1" }, { name: "x" }, { name: "y", action: "./local.mjs" }] },

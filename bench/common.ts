@@ -75,6 +75,8 @@ export const benchServerEnv: Readonly<Record<string, string>> = {
   HEADWATER_ENDPOINT_BURST: "1000000",
   HEADWATER_API_RATE_PER_SECOND: "1000000",
   HEADWATER_API_BURST: "1000000",
+  // Every bench client is on loopback (bench:scale opens 1,000 SSE streams at once).
+  HEADWATER_MAX_CONNECTIONS_PER_CLIENT: "100000",
   HEADWATER_LOG_LEVEL: "warn",
 };
 

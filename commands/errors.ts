@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   // what it names
   "not_found",
   "method_not_allowed",
+  "not_implemented",
   // what it conflicts with
   "name_taken",
   "already_exists",

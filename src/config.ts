@@ -125,6 +125,9 @@ function specs(dataDirDefault: string) {
     HEADWATER_ANONYMOUS_RATE_PER_SECOND: int(1)({ default: 10 }),
     HEADWATER_ANONYMOUS_BURST: int(1)({ default: 100 }),
     HEADWATER_TRUST_PROXY: flag({ default: false }),
+    HEADWATER_REQUEST_TIMEOUT_MS: int(100)({ default: 60_000 }),
+    HEADWATER_MAX_CONNECTIONS_PER_CLIENT: int(1)({ default: 256 }),
+    HEADWATER_MAX_CONNECTIONS: int(1)({ default: undefined }),
     HEADWATER_RESPONSE_TIMEOUT_MS: int(100)({ default: undefined }),
     HEADWATER_SHUTDOWN_GRACE_MS: int(0)({ default: 30_000 }),
     HEADWATER_LOG_LEVEL: logLevel,
@@ -202,6 +205,12 @@ function toConfig(env: ReturnType<typeof clean>) {
     anonymousBurst: env.HEADWATER_ANONYMOUS_BURST,
     /** Client addresses from X-Forwarded-For (behind a trusted reverse proxy). */
     trustProxy: env.HEADWATER_TRUST_PROXY,
+    /** A request (headers and body) must be received whole within this (408 past it). */
+    requestTimeoutMs: env.HEADWATER_REQUEST_TIMEOUT_MS,
+    /** Open connections per client address (not applied behind a trusted proxy: they all come from it). */
+    maxConnectionsPerClient: env.HEADWATER_MAX_CONNECTIONS_PER_CLIENT,
+    /** Open connections in all; default: the open-files limit less a reserve (src/api/httpServer.ts). */
+    maxConnections: env.HEADWATER_MAX_CONNECTIONS,
     /** How long an endpoint (custom response) or a manual run waits for the run's answer; default: run timeout + 15 s. */
     responseTimeoutMs: env.HEADWATER_RESPONSE_TIMEOUT_MS,
     /** How long SIGTERM lets requests and runs in flight finish before the node exits. */

@@ -31,8 +31,9 @@ export function toDomainError(error: unknown): DomainError {
   }
   // The disk is full: nothing was written either; it takes an operator, so ask for a longer wait.
   if (sqliteCode === "SQLITE_FULL") return new DomainError("unavailable", "storage is full; nothing was written", undefined, 30);
-  // koa/http-errors from the router (405) and raw-body (413, 400) carry a safe status and message.
+  // koa/http-errors from the router (405, 501) and raw-body (413, 400) carry a safe status and message.
   const status = (error as { status?: unknown } | undefined)?.status;
+  if (status === 501) return new DomainError("not_implemented", (error as Error).message);
   if (typeof status === "number" && status >= 400 && status < 500) {
     const code = status === 405 ? "method_not_allowed" : status === 413 ? "payload_too_large" : "invalid_request";
     return new DomainError(code, (error as Error).message);

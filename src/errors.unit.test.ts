@@ -37,3 +37,13 @@ describe("toDomainError: storage failures a client can retry", () => {
     expect(toDomainError(other)).to.include({ code: "internal", message: "internal error" });
   });
 });
+
+describe("toDomainError: the router's method errors", () => {
+  it("a 405 is method_not_allowed and a 501 (a method with no route at all) is not_implemented, not internal", () => {
+    const thrown = (status: number, message: string) => Object.assign(new Error(message), { status, expose: true });
+    expect(toDomainError(thrown(405, "Method Not Allowed"))).to.include({ code: "method_not_allowed" });
+    expect(toDomainError(thrown(501, "Not Implemented"))).to.include({ code: "not_implemented", message: "Not Implemented" });
+    expect(toDomainError(thrown(500, "boom"))).to.include({ code: "internal", message: "internal error" });
+    expect(toDomainError(thrown(502, "bad gateway"))).to.include({ code: "internal" });
+  });
+});

@@ -25,6 +25,7 @@ import { RunLogStore } from "../commands/runLogs/runLogStore.js";
 import { TimerStore } from "../commands/timers/timerStore.js";
 import { systemClock, type Clock } from "./ids.js";
 import { createApp } from "./api/app.js";
+import { createHttpServer, defaultMaxConnections } from "./api/httpServer.js";
 import { SseHub } from "./api/sse.js";
 import { Access } from "./api/access.js";
 import type { ApiDeps } from "./api/deps.js";
@@ -149,21 +150,21 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   const starting = new StartingResponder(VERSION);
   let handleRequest: http.RequestListener = starting.handle;
   if (roles.has("api")) {
-    const listening = http.createServer((req, res) => handleRequest(req, res));
-    // Longer than the usual client and proxy idle timeouts, so a client never reuses a socket the server is closing.
-    listening.keepAliveTimeout = 65_000;
-    listening.headersTimeout = 66_000;
+    const listening = createHttpServer(
+      {
+        requestTimeoutMs: config.requestTimeoutMs,
+        // Behind a trusted reverse proxy every connection comes from the proxy: its own per-client limits apply instead.
+        maxConnectionsPerClient: config.trustProxy ? undefined : config.maxConnectionsPerClient,
+        maxConnections: config.maxConnections ?? defaultMaxConnections(),
+      },
+      (req, res) => handleRequest(req, res),
+    );
     listening.on("request", (_req, res) => {
       inFlightRequests++;
       res.once("close", () => {
         inFlightRequests--;
         if (inFlightRequests === 0) for (const drained of requestsDrained) drained();
       });
-    });
-    // A malformed request or a reset socket is answered (or dropped) by itself, never thrown.
-    listening.on("clientError", (_error, socket) => {
-      if (socket.writable && !socket.destroyed) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
-      else socket.destroy();
     });
     server = listening;
     await new Promise<void>((resolve, reject) => {

@@ -22,6 +22,7 @@ export const STATUS: Record<ErrorCode, number> = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  not_implemented: 501,
   name_taken: 409,
   already_exists: 409,
   account_in_use: 409,
@@ -44,11 +45,19 @@ export interface ErrorBody {
   readonly details?: readonly { path: string; message: string }[];
 }
 
+const methodNotAllowed = (ctx: Context) =>
+  new DomainError("method_not_allowed", `${ctx.method} is not allowed on ${ctx.path} (allowed: ${ctx.response.get("Allow") || "none"})`);
+const notImplemented = (ctx: Context) => new DomainError("not_implemented", `the method ${ctx.method} is not implemented`);
+
 /** Maps whatever a handler throws onto the status and error body clients see. */
 export async function errorBodies(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
     if (ctx.status === 404 && ctx.body === undefined) throw new DomainError("not_found", `no route for ${ctx.method} ${ctx.path}`);
+    // The router's answers for a known path with another method (405, its Allow header set) and for
+    // a method the API has no route for at all (501): client errors with the usual body.
+    if (ctx.status === 405 && ctx.body === undefined) throw methodNotAllowed(ctx);
+    if (ctx.status === 501 && ctx.body === undefined) throw notImplemented(ctx);
   } catch (thrown) {
     const error = toDomainError(thrown);
     ctx.status = STATUS[error.code];
@@ -56,7 +65,7 @@ export async function errorBodies(ctx: Context, next: Next): Promise<void> {
     ctx.body = body;
     if (error.code === "unauthorized") ctx.set("WWW-Authenticate", 'Bearer realm="headwater"');
     if (error.retryAfterSeconds !== undefined) ctx.set("Retry-After", String(error.retryAfterSeconds));
-    if (ctx.status >= 500 && error.code !== "run_failed" && error.code !== "run_timeout") {
+    if (ctx.status >= 500 && error.code !== "run_failed" && error.code !== "run_timeout" && error.code !== "not_implemented") {
       requestLog(ctx).error({ err: thrown }, `${ctx.method} ${ctx.path} failed`);
     }
   }

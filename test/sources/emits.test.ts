@@ -139,6 +139,40 @@ describe("sources: emits, dedupe and the events API (real server)", function () 
     expect(logs[0].event.lines.some((l: { message: string }) => l.message.includes("exploded"))).to.equal(true);
   });
 
+  it("an unhandled rejection fails the run as the component's error; what it emitted is kept; its isolate goes on", async () => {
+    const created = await admin.post("/v1/sources", {
+      component_code: `let runs = 0;
+export default {
+  name: "unhandled", version: "0.0.1", props: { http: "$.interface.http" },
+  methods: { async notAwaited() { throw new Error("background helper failed"); } },
+  async run() {
+    runs++;
+    this.$emit({ before: true, runs }, { summary: "emitted before" });
+    if (runs > 1) return;
+    this.notAwaited();
+    await new Promise((r) => setTimeout(r, 20));
+    this.$emit({ after: true });
+  },
+};`,
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    const id = created.body.data.id as string;
+    const outcome = (await admin.post(`/v1/sources/${id}/run`, {})).body.data;
+    expect(outcome.ok).to.equal(false);
+    expect(outcome.error).to.include({ name: "Error", message: "Unhandled promise rejection: background helper failed" });
+    // Logged like Node's report of an unhandled rejection: with its stack.
+    expect(outcome.logs.map((l: { message: string }) => l.message).join("\n")).to.include("at Object.notAwaited");
+    expect(outcome.emitted.map((e: { channel: string }) => e.channel)).to.deep.equal(["", "", "$errors"]);
+    const summaries = (await listed(id, "&event_name=")).map((x) => x.metadata.summary ?? x.event);
+    expect(summaries).to.deep.equal([{ after: true }, "emitted before"]);
+    const [error] = await listed(id, "&event_name=$errors");
+    expect(error.event.error).to.include({ message: "Unhandled promise rejection: background helper failed" });
+    // The next run is served by the same context: its module state survived.
+    const next = (await admin.post(`/v1/sources/${id}/run`, {})).body.data;
+    expect(next.ok, JSON.stringify(next.error)).to.equal(true);
+    expect((await listed(id, "&event_name="))[0].event).to.deep.equal({ before: true, runs: 2 });
+  });
+
   it("a huge emit is an error of the run, not a crash; the server keeps answering", async () => {
     const id = await deploy();
     const r = await admin.post(`/v1/sources/${id}/run`, { event: { emits: [] } });

@@ -25,6 +25,7 @@ import {
   parse,
   pinConstructor,
   PromiseCtor,
+  PromiseThen,
   quote,
   RangeErrorCtor,
   ReflectApply,
@@ -387,9 +388,51 @@ function resultJson(
   );
 }
 
-/** The invocation entry: its promise is awaited through SafePromise, out of the component's reach. */
-export function invoke(component: AnyRecord | undefined, payloadJson: string, dbJson: string): Promise<string> {
+/**
+ * What the invocation's promise settles with when the platform's own code of the run failed (its
+ * promise rejected: almost always built-ins the component replaced). The invocation's promise never
+ * rejects, so that the runner child can tell this failure from an unhandled rejection of the
+ * component's, which isolated-vm reports by failing the call into the isolate.
+ */
+export interface PlatformFailure {
+  platformFailure: string;
+}
+
+function platformFailure(err: unknown): PlatformFailure {
+  const failure = ObjectCreate(null) as PlatformFailure;
+  defineValue(failure, "platformFailure", errorFields(err).message);
+  return failure;
+}
+
+/** The promise of the invocation under way (or the last one) and the runner child's id of it, for awaitRun. */
+let currentRun: Promise<string | PlatformFailure> | undefined;
+let currentRunId: number | undefined;
+
+/**
+ * The invocation entry: its promise is awaited through SafePromise, out of the component's reach.
+ * It resolves with the result's JSON text, or with a PlatformFailure; it never rejects.
+ */
+export function invoke(
+  component: AnyRecord | undefined,
+  payloadJson: string,
+  dbJson: string,
+  runId: number,
+): Promise<string | PlatformFailure> {
+  currentRun = currentRunId = undefined;
   const promise = run(component, payloadJson, dbJson);
   pinConstructor(promise, SafePromise);
-  return promise;
+  const settled = PromiseThen<string, string | PlatformFailure>(promise, undefined, platformFailure);
+  pinConstructor(settled, SafePromise);
+  currentRun = settled;
+  currentRunId = runId;
+  return settled;
+}
+
+/**
+ * The promise of the invocation under way again: when a call into the isolate fails with an
+ * unhandled rejection (isolated-vm fails the call whose turn left one), the runner child records
+ * it and waits for the run's end through this.
+ */
+export function awaitRun(runId: number): Promise<string | PlatformFailure> | undefined {
+  return runId === currentRunId ? currentRun : undefined;
 }

@@ -15,7 +15,7 @@ import { exportedComponent, isRecord, type AnyRecord } from "./component.js";
 import { sandboxConsole } from "./console.js";
 import { describeComponent } from "./describe.js";
 import { HttpBridgeError, hostRequest, settleHttp } from "./http.js";
-import { errorFields, invoke, loadResultJson } from "./invoke.js";
+import { awaitRun, errorFields, invoke, loadResultJson, type PlatformFailure } from "./invoke.js";
 import { stringify } from "./primordials.js";
 import * as types from "./modules/types.js";
 import { tmpStore } from "./tmpStore.js";
@@ -204,13 +204,22 @@ function load(withDescribe: boolean): string {
   return loadResultJson(undefined, describeJson as string | undefined);
 }
 
-function invokeEntry(payloadJson: string, dbJson: string): Promise<string> {
-  return invoke(component, payloadJson, dbJson);
+function invokeEntry(payloadJson: string, dbJson: string, runId: number): Promise<string | PlatformFailure> {
+  return invoke(component, payloadJson, dbJson, runId);
 }
 
-function dispatch(kind: string, id: number, payload: unknown): void {
-  if (kind === "timer") fireTimer(id);
-  else if (kind === "http") settleHttp(id, payload as Parameters<typeof settleHttp>[1]);
+/**
+ * A timer is due or an HTTP answer arrived. Answers undefined, or the message of the platform's own
+ * failure: it never throws, so that a failed call is always an unhandled rejection of the component's.
+ */
+function dispatch(kind: string, id: number, payload: unknown): string | undefined {
+  try {
+    if (kind === "timer") fireTimer(id);
+    else if (kind === "http") settleHttp(id, payload as Parameters<typeof settleHttp>[1]);
+  } catch (err) {
+    return errorFields(err).message;
+  }
+  return undefined;
 }
 
 /** Answers through the fire-and-forget bridge, behind every callback made before it (see IsolateSlot.invoke). */
@@ -218,4 +227,4 @@ function flush(): void {
   host().flushed();
 }
 
-defineGlobal("__hw_entry", { load, invoke: invokeEntry, dispatch, flush });
+defineGlobal("__hw_entry", { load, invoke: invokeEntry, awaitRun, dispatch, flush });

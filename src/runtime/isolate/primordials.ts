@@ -33,6 +33,12 @@ export const MapPrototypeDelete = uncurry(Map.prototype.delete) as <K, V>(self: 
 export const MapPrototypeClear = uncurry(Map.prototype.clear) as <K, V>(self: Map<K, V>) => void;
 export const MapPrototypeForEach = uncurry(Map.prototype.forEach) as <K, V>(self: Map<K, V>, fn: (value: V, key: K) => void) => void;
 const PromisePrototypeThen = Promise.prototype.then;
+/** promise.then(onFulfilled, onRejected) with the original then (its species: pin the promise's constructor first). */
+export const PromiseThen = uncurry(PromisePrototypeThen) as <T, R>(
+  self: Promise<T>,
+  onFulfilled: ((value: T) => R) | undefined,
+  onRejected: (reason: unknown) => R,
+) => Promise<T | R>;
 
 /**
  * target[key] = value as an own data property. Assignment would call a setter the component

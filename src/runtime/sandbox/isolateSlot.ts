@@ -11,6 +11,9 @@ import {
   checkHeaders,
   checkMeta,
   checkStatus,
+  MAX_ERROR_MESSAGE_CHARS,
+  MAX_ERROR_NAME_CHARS,
+  MAX_ERROR_STACK_CHARS,
   MAX_HEADER_VALUE_BYTES,
   MAX_RESPONSE_HEADERS,
   MAX_SEND_BYTES,
@@ -41,6 +44,11 @@ export class InvocationRecord {
   response: HttpResponse | undefined;
   /** The first limit or protocol violation: the run fails with it, whatever the isolate reports. */
   violation: InvocationError | undefined;
+  /**
+   * The first promise rejection of the component's that nothing handled: the run goes on to its
+   * end (its isolate is not discarded) and then fails with it (see IsolateSlot.invoke).
+   */
+  rejection: InvocationError | undefined;
   timedOut = false;
   readonly db: TrustedDb;
   constructor(
@@ -54,7 +62,7 @@ export class InvocationRecord {
     this.db = new TrustedDb(dbJson, maxDbBytes);
   }
 
-  violate(code: "LIMIT_EXCEEDED" | "SANDBOX_CORRUPTED", message: string): void {
+  violate(code: "LIMIT_EXCEEDED" | "SANDBOX_CORRUPTED" | "SANDBOX_FAILED", message: string): void {
     this.violation ??=
       code === "LIMIT_EXCEEDED"
         ? { name: "LimitExceededError", code, message }
@@ -63,6 +71,43 @@ export class InvocationRecord {
 }
 
 const RESPONSE_KINDS = new Set(["empty", "text", "json", "bytes"]);
+
+/** The platform's own code in the isolate failed: almost always built-ins the component replaced. */
+export function sandboxFailedMessage(message: string): string {
+  return `the sandbox failed outside the component's code (${message.slice(0, 500)}); built-ins may have been replaced by the component`;
+}
+
+/** What the isolate's invocation promise settles with when the platform's code of the run failed (invoke.ts). */
+export class PlatformFailure extends Error {}
+
+/**
+ * The component's error for an unhandled rejection, from what isolated-vm copied out of the
+ * isolate: an Error (name, message and stack as text) or the rejected value itself.
+ */
+function rejectionError(reason: unknown): InvocationError {
+  const prefix = "Unhandled promise rejection: ";
+  if (reason instanceof Error) {
+    const name = typeof reason.name === "string" && reason.name !== "" ? reason.name : "Error";
+    const message = typeof reason.message === "string" ? reason.message : "";
+    // isolated-vm appends the host's side of the call to the stack; that part is not the component's.
+    let stack = typeof reason.stack === "string" ? reason.stack : undefined;
+    const boundary = stack?.indexOf("\n    at (<isolated-vm boundary>)") ?? -1;
+    if (stack !== undefined && boundary >= 0) stack = stack.slice(0, boundary);
+    return {
+      name: name.slice(0, MAX_ERROR_NAME_CHARS),
+      message: (prefix + message).slice(0, MAX_ERROR_MESSAGE_CHARS),
+      ...(stack ? { stack: stack.slice(0, MAX_ERROR_STACK_CHARS) } : {}),
+      code: "USER_ERROR",
+    };
+  }
+  let shown: string;
+  try {
+    shown = typeof reason === "string" ? JSON.stringify(reason) : (JSON.stringify(reason) ?? String(reason));
+  } catch {
+    shown = String(reason);
+  }
+  return { name: "Error", message: `${prefix}non-error rejection: ${shown}`.slice(0, MAX_ERROR_MESSAGE_CHARS), code: "USER_ERROR" };
+}
 
 let preludeCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
 const bundleCache = new Map<string, ivm.ExternalCopy<ArrayBuffer>>();
@@ -212,8 +257,9 @@ const ownerOfKey = (key: string): string => key.slice(0, Math.max(0, key.indexOf
 export class IsolateSlot {
   readonly shared: SharedIsolate;
   context: ivm.Context | undefined;
-  private invokeRef: ivm.Reference<(payload: string, db: string) => Promise<string>> | undefined;
-  private dispatchRef: ivm.Reference<(kind: string, id: number, payload: unknown) => void> | undefined;
+  private invokeRef: ivm.Reference<(payload: string, db: string, runId: number) => Promise<unknown>> | undefined;
+  private awaitRunRef: ivm.Reference<(runId: number) => Promise<unknown> | undefined> | undefined;
+  private dispatchRef: ivm.Reference<(kind: string, id: number, payload: unknown) => string | undefined> | undefined;
   private flushRef: ivm.Reference<() => void> | undefined;
   /** Calls of flush() waiting for their answer, oldest first (see invoke). */
   private readonly flushes: { resolve(): void; reject(err: Error): void }[] = [];
@@ -268,8 +314,8 @@ export class IsolateSlot {
     this.shared.wakeWaiters();
     if (this.shared.disposed) return;
     this.failFlushes();
-    for (const ref of [this.invokeRef, this.dispatchRef, this.loadRef, this.flushRef]) ref?.release();
-    this.invokeRef = this.dispatchRef = this.loadRef = this.flushRef = undefined;
+    for (const ref of [this.invokeRef, this.awaitRunRef, this.dispatchRef, this.loadRef, this.flushRef]) ref?.release();
+    this.invokeRef = this.awaitRunRef = this.dispatchRef = this.loadRef = this.flushRef = undefined;
     this.context?.release();
     this.context = undefined;
     if (this.shared.slots.size === 0) this.shared.dispose();
@@ -325,17 +371,28 @@ export class IsolateSlot {
     prelude.runSync(context);
     const entry = g.getSync("__hw_entry", { reference: true }) as ivm.Reference<Record<string, unknown>>;
     this.loadRef = entry.getSync("load", { reference: true }) as ivm.Reference<(describe: boolean) => string>;
-    this.invokeRef = entry.getSync("invoke", { reference: true }) as ivm.Reference<(payload: string, db: string) => Promise<string>>;
-    this.dispatchRef = entry.getSync("dispatch", { reference: true }) as ivm.Reference<(k: string, i: number, p: unknown) => void>;
+    this.invokeRef = entry.getSync("invoke", { reference: true }) as ivm.Reference<
+      (payload: string, db: string, runId: number) => Promise<unknown>
+    >;
+    this.awaitRunRef = entry.getSync("awaitRun", { reference: true }) as ivm.Reference<(runId: number) => Promise<unknown> | undefined>;
+    this.dispatchRef = entry.getSync("dispatch", { reference: true }) as ivm.Reference<
+      (k: string, i: number, p: unknown) => string | undefined
+    >;
     this.flushRef = entry.getSync("flush", { reference: true }) as ivm.Reference<() => void>;
     entry.release();
     g.deleteSync("__hw_entry");
     const script = (this.shared.compiled.bundle ??= await this.compileBundle(bundle));
     await isolateCalls.enter(() => script.run(context));
     const load = this.loadRef;
-    const loaded: unknown = await isolateCalls.enter(() =>
-      load.apply(undefined, [describe], { arguments: { copy: true }, result: { copy: true } }),
-    );
+    let loaded: unknown;
+    try {
+      loaded = await isolateCalls.enter(() => load.apply(undefined, [describe], { arguments: { copy: true }, result: { copy: true } }));
+    } catch (err) {
+      if (this.disposed || this.isolate.isDisposed) throw err;
+      // load catches whatever the module's code throws: the call failed on a rejection of the
+      // module's that nothing handled (see runEnd). The component failed to load.
+      return { ok: false, error: { ...rejectionError(err), code: "LOAD_ERROR" } };
+    }
     return readLoadResult(loaded, describe);
   }
 
@@ -381,31 +438,86 @@ export class IsolateSlot {
    */
   async invoke(payload: string, db: string, syncSliceMs?: number): Promise<unknown> {
     const ref = this.invokeRef;
-    if (!ref) throw new Error("slot not initialised");
+    const runId = this.current?.id;
+    if (!ref || runId === undefined) throw new Error("slot not initialised");
     if (syncSliceMs !== undefined && this.shared.quietBut(this)) {
-      let answer: Promise<unknown>;
+      let answer: Promise<unknown> | undefined;
       try {
-        answer = ref.applySync(undefined, [payload, db], {
+        answer = ref.applySync(undefined, [payload, db, runId], {
           arguments: { copy: true },
           result: { promise: true, copy: true },
           timeout: syncSliceMs,
         });
       } catch (err) {
         if (!this.shared.disposed && err instanceof Error && err.message === SYNC_TIMEOUT_MESSAGE) throw new SyncSliceExceeded(syncSliceMs);
-        throw err;
+        // The run's synchronous part left a rejection nobody handled: its end is awaited on the pool.
+        this.noteRejection(err);
       }
-      const proposal = await answer;
+      const proposal = await this.runEnd(runId, answer);
       await this.flush();
       return proposal;
     }
+    return this.runEnd(
+      runId,
+      this.onPool(() => ref.apply(undefined, [payload, db, runId], { arguments: { copy: true }, result: { promise: true, copy: true } })),
+    );
+  }
+
+  /** A call into the isolate on isolated-vm's pool, holding the run's pass until the run awaits the host. */
+  private onPool(call: () => Promise<unknown>): Promise<unknown> {
     return isolateCalls.enter(async (pass) => {
       this.running = pass;
       try {
-        return await ref.apply(undefined, [payload, db], { arguments: { copy: true }, result: { promise: true, copy: true } });
+        return await call();
       } finally {
         this.running = undefined;
       }
     });
+  }
+
+  /**
+   * The proposal the run's promise settles with. The isolate's invocation promise never rejects
+   * (invoke.ts): a call into the isolate fails only when it was stopped, or when isolated-vm
+   * reports a rejection nobody handled in the turn the call ran. Such a rejection is the
+   * component's (the platform's own code leaves none): it is recorded, and the run's end is awaited
+   * again through awaitRun. The platform's own failure arrives as a PlatformFailure.
+   */
+  private async runEnd(runId: number, first: Promise<unknown> | undefined): Promise<unknown> {
+    let call = first;
+    for (;;) {
+      let answer: unknown;
+      try {
+        if (call === undefined) {
+          const awaitRun = this.awaitRunRef;
+          if (!awaitRun) throw new Error("slot not initialised");
+          call = this.onPool(() =>
+            awaitRun.apply(undefined, [runId], { arguments: { copy: true }, result: { promise: true, copy: true } }),
+          );
+        }
+        answer = await call;
+      } catch (err) {
+        this.noteRejection(err);
+        call = undefined;
+        continue;
+      }
+      if (typeof answer === "string") return answer;
+      const failure = typeof answer === "object" && answer !== null ? (answer as { platformFailure?: unknown }).platformFailure : undefined;
+      if (typeof failure === "string") throw new PlatformFailure(failure);
+      // No run under way in the isolate (awaitRun found none) or a malformed answer: readRunResult refuses it.
+      return answer;
+    }
+  }
+
+  /**
+   * Records an unhandled rejection isolated-vm reported by failing a call into the context; throws
+   * `err` again when the call failed because the isolate was stopped.
+   */
+  private noteRejection(err: unknown): void {
+    if (this.disposed || this.isolate.isDisposed) throw err;
+    const rec = this.current;
+    if (!rec || rec.rejection) return;
+    rec.rejection = rejectionError(err);
+    this.onLog("error", rec.rejection.stack ?? `${rec.rejection.name}: ${rec.rejection.message}`);
   }
 
   /** Resolves once every callback the context made before now has been handled here. */
@@ -448,10 +560,23 @@ export class IsolateSlot {
     const ref = this.dispatchRef;
     if (this.disposed || !ref) return;
     const applied = isolateCalls
-      .enter(() => ref.apply(undefined, [kind, id, payload], { arguments: { copy: true } }))
-      .catch(() => {
-        /* the isolate went away meanwhile */
-      });
+      .enter(() => ref.apply(undefined, [kind, id, payload], { arguments: { copy: true }, result: { copy: true } }))
+      .then(
+        (failed) => {
+          // The platform's code of the dispatch threw (it catches the component's own errors): the
+          // run cannot go on, and the isolate's built-ins cannot be trusted any more.
+          if (typeof failed !== "string") return;
+          this.current?.violate("SANDBOX_FAILED", sandboxFailedMessage(failed));
+          this.dispose();
+        },
+        (err: unknown) => {
+          try {
+            this.noteRejection(err);
+          } catch {
+            /* the isolate went away meanwhile */
+          }
+        },
+      );
     this.dispatching.add(applied);
     void applied.finally(() => this.dispatching.delete(applied));
   }

@@ -5,7 +5,7 @@
 // Trusted code: it reads the isolate's proposals (isolateResults.ts) and decides the outcome.
 import type { HttpResponse, InvocationError, LogLine } from "../types.js";
 import { IsolateResultError, readRunResult } from "./isolateResults.js";
-import { IsolateSlot, InvocationRecord, SharedIsolate, SyncSliceExceeded, type SlotEnv } from "./isolateSlot.js";
+import { IsolateSlot, InvocationRecord, sandboxFailedMessage, SharedIsolate, SyncSliceExceeded, type SlotEnv } from "./isolateSlot.js";
 import { messagesOf, TurnBatchedSender } from "./turnBatch.js";
 import {
   ProtocolError,
@@ -210,12 +210,10 @@ function classify(
     };
   }
   if (disposed) return { name: "SandboxError", code: "ISOLATE_DISPOSED", message: `the sandbox was stopped: ${message.slice(0, 500)}` };
-  // The platform's own code in the isolate failed: almost always built-ins the component replaced.
-  return {
-    name: "SandboxError",
-    code: "SANDBOX_FAILED",
-    message: `the sandbox failed outside the component's code (${message.slice(0, 500)}); built-ins may have been replaced by the component, so its isolate was discarded`,
-  };
+  // The platform's own code in the isolate failed (PlatformFailure, or a call into the isolate that
+  // failed for no reason of the component's): almost always built-ins the component replaced. An
+  // unhandled rejection of the component's never gets here (IsolateSlot records it on the run).
+  return { name: "SandboxError", code: "SANDBOX_FAILED", message: `${sandboxFailedMessage(message)}, so its isolate was discarded` };
 }
 
 /** Where one run's log lines and custom response go: straight to the host, or kept for a batch's one answer. */
@@ -384,6 +382,15 @@ async function executeOnce(
     if (r.exports !== undefined) outcome.exports = r.exports;
     if (r.exited) outcome.exited = r.exited;
     droppedInIsolate = r.droppedLogLines;
+    // A rejection nobody handled fails the run (as it would crash Node), whatever the run did after
+    // it; what it emitted is kept, and its isolate goes on (the platform's code did not fail).
+    if (rec.rejection) {
+      outcome.ok = false;
+      outcome.error = rec.rejection;
+      delete outcome.returnValue;
+      delete outcome.exports;
+      delete outcome.exited;
+    }
   } catch (err) {
     if (err instanceof SyncSliceExceeded) {
       again = true;
@@ -411,7 +418,7 @@ async function executeOnce(
     // A violation seen on the trusted side decides, whatever the isolate reported (it came first).
     if (!again && rec.violation) {
       // A proposal no honest prelude makes: the isolate's built-ins cannot be trusted any more.
-      if (rec.violation.code === "SANDBOX_CORRUPTED" && active) {
+      if ((rec.violation.code === "SANDBOX_CORRUPTED" || rec.violation.code === "SANDBOX_FAILED") && active) {
         active.dispose();
         if (slots.get(slotKey) === active) slots.delete(slotKey);
       }

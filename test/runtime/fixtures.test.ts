@@ -191,6 +191,9 @@ describe("runtime: component fixture corpus", function () {
     expect(await messages("secret-on-integer.mjs")).to.match(/secret is only allowed on string props/);
     expect(await messages("any-in-source.mjs")).to.match(/any props are only allowed in actions/);
     expect(await messages("syntax-error.mjs")).to.match(/line 1/);
+    expect(await messages("top-level-await.mjs")).to.equal(
+      "top-level await is not supported in components (they are loaded synchronously): move the await into run, a hook or a method (line 3, column 16)",
+    );
     expect(await messages("propdefinition-missing.mjs")).to.match(/app "demo" has no propDefinition "missing"/);
   });
 });

@@ -269,7 +269,7 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
       throw new BundleError(
         failure.errors.map((e) => ({
           path: e.location && e.location.file !== `component:${ENTRY}` ? `(module ${e.location.file.replace(/^remote:/, "")})` : "(module)",
-          message: e.location ? `${e.text} (line ${e.location.line}, column ${e.location.column + 1})` : e.text,
+          message: e.location ? `${explained(e.text)} (line ${e.location.line}, column ${e.location.column + 1})` : explained(e.text),
         })),
       );
     }
@@ -282,4 +282,12 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
     modules: [...modules].sort(),
     moduleFormat: entryInput?.format === "cjs" ? "cjs" : "esm",
   };
+}
+
+/** esbuild's words for a limit of how components are bundled, said in the component's terms. */
+function explained(text: string): string {
+  if (/^Top-level await is currently not supported/.test(text)) {
+    return "top-level await is not supported in components (they are loaded synchronously): move the await into run, a hook or a method";
+  }
+  return text;
 }

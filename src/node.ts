@@ -281,6 +281,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     endpointUrl,
     accounts: connectedAccounts,
     quota,
+    hooksPerOwner: config.runsPerOwner,
   });
   const destinations = new Destinations(config.destinations);
   closers.push(() => destinations.close());

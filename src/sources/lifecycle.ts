@@ -19,6 +19,7 @@ import type { ConnectedAccounts } from "../connectedAccounts/connectedAccounts.j
 import { slugify } from "../slug.js";
 import { endpointToken, newId, type Clock } from "../ids.js";
 import type { QuotaGuard } from "./quota.js";
+import { OwnerSlots } from "../runner/ownerSlots.js";
 
 export interface LifecycleDeps {
   readonly store: EventStore;
@@ -33,6 +34,11 @@ export interface LifecycleDeps {
   readonly accounts: Pick<ConnectedAccounts, "checkBindings">;
   /** Refuses hooks of a free account past its daily quota (they are runs like any other). */
   readonly quota?: Pick<QuotaGuard, "check">;
+  /**
+   * Deploys, updates and deletes of one billed user whose hooks run at once on this node (the
+   * runners' HEADWATER_RUNS_PER_OWNER); the rest wait their turn, other users' do not.
+   */
+  readonly hooksPerOwner?: number;
 }
 
 export interface Changed {
@@ -51,8 +57,10 @@ const seconds = (clock: Clock) => Math.floor(clock.now() / 1000);
 export class SourceLifecycle {
   readonly #sources: HandlerOf<typeof sourceDecider>;
   readonly #names: Names;
+  readonly #hookSlots: OwnerSlots;
 
   constructor(private readonly deps: LifecycleDeps) {
+    this.#hookSlots = new OwnerSlots(deps.hooksPerOwner ?? 4);
     this.#sources = new CommandHandler(deps.store, sourceDecider, streams.source);
     this.#names = new Names(deps.store);
   }
@@ -247,13 +255,21 @@ export class SourceLifecycle {
     db: Record<string, unknown>,
   ): Promise<HookRun[]> {
     const done: HookRun[] = [];
-    if (hooks.length > 0) this.deps.quota?.check(source.creatorId);
-    for (const hook of hooks) {
-      const invocationId = newId("inv");
-      const execution = await this.deps.runner.execute({ source, component, invocationId, trigger: hook }, db);
-      done.push({ hook, invocationId, execution });
-      if (!execution.outcome.ok) break;
-      db = execution.outcome.db;
+    if (hooks.length === 0) return done;
+    this.deps.quota?.check(source.creatorId);
+    // One user's many deploys at once (hooks looping to the run timeout, say) take at most a few
+    // of the sandbox's places, as their runs do on a runner: other users' deploys and runs go on.
+    await this.#hookSlots.acquire(source.creatorId);
+    try {
+      for (const hook of hooks) {
+        const invocationId = newId("inv");
+        const execution = await this.deps.runner.execute({ source, component, invocationId, trigger: hook }, db);
+        done.push({ hook, invocationId, execution });
+        if (!execution.outcome.ok) break;
+        db = execution.outcome.db;
+      }
+    } finally {
+      this.#hookSlots.release(source.creatorId);
     }
     return done;
   }

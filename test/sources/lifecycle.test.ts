@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { TestServer, type ApiClient } from "../harness/server.js";
 import { Receiver, eventually } from "../harness/receiver.js";
+import { sleep } from "./sourcesSupport.js";
 
 // A component whose hooks leave traces: events for deploy/activate, a call to a receiver for deactivate.
 const hooked = (label: string) => `export default {
@@ -339,6 +340,41 @@ describe("sources: deploy and lifecycle (real server)", function () {
       expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
       expect((await admin.get("/v1/components/me-updated")).body.data).to.include({ id: ok.body.data.component_id, version: "v5" });
     });
+  });
+
+  it("one user's deploys run their hooks a few at a time (HEADWATER_RUNS_PER_OWNER, 4), while another user's deploy goes on", async () => {
+    const created = server.cli("admin", "user", "create", "--username", "hook-bystander", "--email", "hb@example.com", "--plan", "paid");
+    const bystander = server.client(created.json.api_key);
+    const slow = (n: number) => `export default {
+      name: "Slow hook ${n}", version: "0.0.1",
+      props: { http: { type: "$.interface.http" } },
+      hooks: { async deploy() { const start = Date.now(); await new Promise((r) => setTimeout(r, 400)); this.$emit({ start, end: Date.now() }); } },
+      async run() {},
+    };`;
+    const deploys = Array.from({ length: 8 }, (_, n) => admin.post("/v1/sources", { component_code: slow(n) }));
+    await sleep(100);
+    const started = Date.now();
+    const quick = await bystander.post("/v1/sources", { component_code: slow(99).replace("400", "1") });
+    const bystanderMs = Date.now() - started;
+    expect(quick.status, JSON.stringify(quick.body)).to.equal(200);
+    const sources = (await Promise.all(deploys)).map((r) => {
+      expect(r.status, JSON.stringify(r.body)).to.equal(200);
+      return r.body.data as { id: string };
+    });
+    const spans = await Promise.all(
+      sources.map(
+        async (source) =>
+          (await eventually(async () => (await events(admin, source.id))[0]?.event, 10_000, "the hook's event")) as {
+            start: number;
+            end: number;
+          },
+      ),
+    );
+    const overlapAt = (t: number) => spans.filter((s) => s.start <= t && t < s.end).length;
+    const most = Math.max(...spans.map((s) => overlapAt(s.start)));
+    expect(most, `hooks at once: ${JSON.stringify(spans)}`).to.be.at.most(4);
+    expect(most, "they did run side by side, a few at a time").to.be.at.least(2);
+    expect(bystanderMs, "another user's deploy does not wait behind them").to.be.below(2_000);
   });
 
   it("refuses to deploy an action, and unknown component ids", async () => {

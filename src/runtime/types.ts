@@ -54,6 +54,8 @@ export interface ConfigurableProp {
   min?: number;
   max?: number;
   options?: PropOption[];
+  /** $.interface.http: the run answers the request (http.respond) rather than the platform at once. */
+  customResponse?: boolean;
 }
 
 export interface ComponentMeta {

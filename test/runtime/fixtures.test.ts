@@ -55,7 +55,7 @@ describe("runtime: component fixture corpus", function () {
       { name: "tags", type: "string[]", optional: true },
       { name: "extra", type: "object", optional: true },
       { name: "city", type: "string", label: "City", description: "Where to watch", optional: true, options: ["Oslo", "Lima"] },
-      { name: "http", type: "$.interface.http" },
+      { name: "http", type: "$.interface.http", customResponse: true },
       { name: "timer", type: "$.interface.timer", default: { intervalSeconds: 300 } },
       { name: "db", type: "$.service.db" },
     ]);

@@ -19,6 +19,7 @@ export const ConfigurableProp = Type.Object(
     min: Type.Optional(Type.Integer()),
     max: Type.Optional(Type.Integer()),
     options: Type.Optional(Type.Array(Type.Unknown())),
+    customResponse: Type.Optional(Type.Boolean({ description: "$.interface.http: the run answers each request (http.respond)" })),
   },
   { $id: "ConfigurableProp", additionalProperties: true },
 );

@@ -17,8 +17,11 @@ export interface Emit {
 export interface DedupeState {
   /** unique: the last 100 ids, oldest first. */
   readonly unique?: readonly string[];
-  /** greatest: the largest id emitted. */
-  readonly greatest?: number;
+  /**
+   * greatest: the largest id emitted; an integer past Number's safe range (a 64-bit snowflake id)
+   * is kept as its decimal text, exactly.
+   */
+  readonly greatest?: number | string;
   /** last: the id of the last emitted event. */
   readonly last?: string;
 }
@@ -44,9 +47,26 @@ export function orderByTs(emits: readonly Emit[], runStartedMs: number): Emit[] 
     .map((entry) => entry.emit);
 }
 
-function numericId(id: string | number): number | undefined {
-  const value = typeof id === "number" ? id : id.trim() === "" ? NaN : Number(id);
+/** A numeric id: as a BigInt when it is an integer (compared exactly, however long), else a number. */
+type Numeric = bigint | number;
+
+const INTEGER_TEXT = /^\s*[-+]?\d+\s*$/;
+
+function numericId(id: string | number): Numeric | undefined {
+  if (typeof id === "number") return Number.isFinite(id) ? (Number.isSafeInteger(id) ? BigInt(id) : id) : undefined;
+  if (INTEGER_TEXT.test(id)) return BigInt(id.trim());
+  const value = id.trim() === "" ? NaN : Number(id);
   return Number.isFinite(value) ? value : undefined;
+}
+
+/** a > b, exactly for two integers (BigInt and number compare by value). */
+const greater = (a: Numeric, b: Numeric): boolean => a > b;
+
+/** What the state keeps: a number while it is one exactly, the decimal text of a longer integer. */
+function stored(value: Numeric): number | string {
+  if (typeof value === "number") return value;
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : value.toString();
 }
 
 export function applyDedupe(strategy: DedupeStrategy | undefined, state: DedupeState, ordered: readonly Emit[]): DedupeResult {
@@ -75,7 +95,7 @@ export function applyDedupe(strategy: DedupeStrategy | undefined, state: DedupeS
       return { kept, state: { ...state, unique: cache.slice(-UNIQUE_CACHE_SIZE) }, warnings };
     }
     case "greatest": {
-      let greatest = state.greatest;
+      let greatest = state.greatest === undefined ? undefined : numericId(state.greatest);
       const kept: Emit[] = [];
       for (const emit of ordered) {
         if (emit.meta.id === undefined || emit.meta.id === null) {
@@ -87,11 +107,11 @@ export function applyDedupe(strategy: DedupeStrategy | undefined, state: DedupeS
           warnings.push(`dedupe "greatest" needs numeric ids: an event with id ${JSON.stringify(emit.meta.id)} was not emitted`);
           continue;
         }
-        if (greatest !== undefined && value <= greatest) continue;
+        if (greatest !== undefined && !greater(value, greatest)) continue;
         greatest = value;
         kept.push(emit);
       }
-      return { kept, state: greatest === undefined ? state : { ...state, greatest }, warnings };
+      return { kept, state: greatest === undefined ? state : { ...state, greatest: stored(greatest) }, warnings };
     }
     case "last": {
       const ids = ordered.map((e) => (e.meta.id === undefined || e.meta.id === null ? undefined : String(e.meta.id)));

@@ -46,6 +46,17 @@ describe("commands/emitters/dedupe", () => {
       expect(first.state.greatest).to.equal(7);
       expect(ids(applyDedupe("greatest", first.state, [e(7), e("8"), e(6)]).kept)).to.deep.equal(["8"]);
     });
+    it("compares integer ids past Number's precision exactly (64-bit snowflakes as text), and keeps the largest as text", () => {
+      const first = applyDedupe("greatest", {}, [e("1790000000000000001"), e("1790000000000000000")]);
+      expect(ids(first.kept)).to.deep.equal(["1790000000000000001"]);
+      expect(first.state.greatest).to.equal("1790000000000000001");
+      const next = applyDedupe("greatest", first.state, [e("1790000000000000001"), e("1790000000000000002"), e(12)]);
+      expect(ids(next.kept)).to.deep.equal(["1790000000000000002"]);
+      expect(next.state.greatest).to.equal("1790000000000000002");
+      // Fractions and small integers compare with them by value; a state kept as a number reads as before.
+      expect(ids(applyDedupe("greatest", { greatest: 7 }, [e(7.5), e("8"), e(8)]).kept)).to.deep.equal([7.5, "8"]);
+      expect(applyDedupe("greatest", { greatest: 7 }, [e("9")]).state.greatest).to.equal(9);
+    });
     it("refuses non-numeric ids with a warning", () => {
       const r = applyDedupe("greatest", {}, [e("abc"), e(2)]);
       expect(ids(r.kept)).to.deep.equal([2]);

@@ -16,7 +16,7 @@ export interface AuthOptions {
   /** Per client address, for requests without a valid key (public paths, unknown keys): stops floods and guessing. */
   readonly perAddress: RateLimiter;
   /** Browsers' EventSource cannot send headers: `?stream_token=` stands for the key that minted it, on the SSE path only. */
-  readonly streamTokens?: { redeem(token: string, method: string, path: string): Caller };
+  readonly streamTokens?: { redeem(token: string, method: string, path: string): Caller; restore(token: string): void };
 }
 
 const unauthorized = (message: string) => new DomainError("unauthorized", message);
@@ -39,8 +39,15 @@ export function bearerAuth(options: AuthOptions) {
       options.perAddress.take(address, "without a valid API key from this address");
       throw error;
     }
-    options.perKey.take((ctx.state.caller as Caller).keyId, "with this API key");
-    await next();
+    const streamToken = ctx.get("authorization") === "" ? ctx.query.stream_token : undefined;
+    try {
+      options.perKey.take((ctx.state.caller as Caller).keyId, "with this API key");
+      await next();
+    } catch (error) {
+      // Refused before its stream opened (a bad parameter, a rate limit): the token's one use was not spent.
+      if (typeof streamToken === "string") options.streamTokens?.restore(streamToken);
+      throw error;
+    }
   };
 
   async function identify(ctx: Context, mayCatchUp: boolean): Promise<Caller> {

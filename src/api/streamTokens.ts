@@ -65,6 +65,17 @@ export class StreamTokens {
     return { userId: claims.u, keyId: claims.k, operator: claims.o };
   }
 
+  /**
+   * Makes a redeemed token usable again: the request it was redeemed for failed before its stream
+   * opened (a bad query, say), so the single use was not spent. A token is never made valid beyond
+   * its expiry or for anything but its own stream.
+   */
+  restore(token: string): void {
+    const [body, signature] = token.startsWith("st_") ? token.slice(3).split(".", 2) : [];
+    if (!body || !signature || !this.#verify(body, signature)) return;
+    this.#used.delete((JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as Claims).n);
+  }
+
   #sign(body: string): string {
     return createHmac("sha256", this.key).update(`stream-token.${body}`).digest("base64url");
   }

@@ -84,6 +84,18 @@ describe("stream tokens for browsers' EventSource (real server)", function () {
     expect(((await again.json()) as any).error).to.match(/already used/);
   });
 
+  it("a request refused before its stream opened (a bad parameter) does not spend the token", async () => {
+    const { url } = await mint(source.id);
+    const bad = await fetch(`${url}&bogus=1`);
+    expect(bad.status).to.equal(400);
+    const opened = await fetch(url);
+    expect(opened.status, "the token still opens its stream once").to.equal(200);
+    await opened.body?.cancel();
+    const again = await fetch(url);
+    expect(again.status).to.equal(401);
+    expect(((await again.json()) as any).error).to.match(/already used/);
+  });
+
   it("opens only the stream of its own source, and nothing else", async () => {
     const { token } = await mint(source.id);
     const wrongSource = await fetch(`${server.url}/sources/${other.id}/sse?stream_token=${encodeURIComponent(token)}`);

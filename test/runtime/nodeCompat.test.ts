@@ -17,13 +17,16 @@ describe("runtime: Node compatibility layer", function () {
 
   before(async () => {
     runtime = await startRuntime({ workers: 1, allowPrivateNetworks: true, timeoutMs: 20_000, memoryMb: 128 });
-    server = await startServer((req, res) => {
+    server = await startServer((req, res, body) => {
       if (req.url === "/gzip") {
         res.writeHead(200, { "content-type": "text/plain", "content-encoding": "gzip" });
         res.end(zlib.gzipSync("compressed hello"));
       } else if (req.url === "/redirect") {
         res.writeHead(302, { location: "/plain" });
         res.end();
+      } else if (req.url === "/body") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ method: req.method, type: req.headers["content-type"] ?? null, body }));
       } else if (req.url === "/echo") {
         res.writeHead(201, { "content-type": "application/json", "x-multi": ["a", "b"] });
         res.end(JSON.stringify({ method: req.method, headers: req.headers }));
@@ -322,6 +325,166 @@ describe("runtime: Node compatibility layer", function () {
       );
       expect(e, imports).to.deep.equal({ piped: "plain body", iterated: "plain body", pipe: "function" });
     }
+  });
+
+  // The same probe runs as a component and in Node (an async function body, its result as JSON).
+  const WEB_GLOBALS_PROBE = `
+    const out = {};
+    const target = new EventTarget();
+    const seen = [];
+    const h = (e) => seen.push([e.type, e.target === target, e.currentTarget === target, e.eventPhase, e instanceof Event]);
+    target.addEventListener("ping", h);
+    target.addEventListener("ping", h);
+    target.addEventListener("ping", { handleEvent: (e) => seen.push(["object", e.type]) }, { once: true });
+    target.addEventListener("ping", (e) => e.preventDefault());
+    const ev = new Event("ping", { cancelable: true });
+    out.dispatched = [target.dispatchEvent(ev), target.dispatchEvent(new Event("ping"))];
+    out.seen = seen;
+    out.event = { prevented: ev.defaultPrevented, phase: ev.eventPhase, current: ev.currentTarget, bubbles: ev.bubbles, cancelable: ev.cancelable,
+      tag: Object.prototype.toString.call(ev), trusted: ev.isTrusted, ts: typeof ev.timeStamp, phases: [Event.NONE, Event.AT_TARGET, ev.BUBBLING_PHASE] };
+    const stopper = new EventTarget();
+    const order = [];
+    stopper.addEventListener("x", (e) => { order.push(1); e.stopImmediatePropagation(); });
+    stopper.addEventListener("x", () => order.push(2));
+    stopper.dispatchEvent(new Event("x"));
+    out.order = order;
+    const controller = new AbortController();
+    const removed = [];
+    stopper.addEventListener("y", () => removed.push("y"), { signal: controller.signal });
+    stopper.dispatchEvent(new Event("y"));
+    let onabort = 0;
+    controller.signal.onabort = () => onabort++;
+    controller.abort();
+    stopper.dispatchEvent(new Event("y"));
+    out.removed = removed;
+    const ce = new CustomEvent("c", { detail: { a: 1 } });
+    out.custom = [ce.detail, ce instanceof Event, ce.type, new CustomEvent("d").detail, Object.prototype.toString.call(ce)];
+    class MyTarget extends EventTarget {}
+    class MyEvent extends Event { constructor() { super("mine"); this.extra = 1; } }
+    let got;
+    const mine = new MyTarget();
+    mine.addEventListener("mine", (e) => { got = [e.extra, e instanceof MyEvent, e.target === mine]; });
+    mine.dispatchEvent(new MyEvent());
+    out.subclass = got;
+    out.signal = [controller.signal instanceof EventTarget, controller.signal.reason instanceof DOMException, controller.signal.reason.name, controller.signal.reason.code, onabort];
+    let thrown;
+    try { new Event(); } catch (err) { thrown = err instanceof TypeError; }
+    out.eventNeedsType = thrown;
+    const de = new DOMException("nope", "NotFoundError");
+    out.dom = [de.name, de.message, de.code, de instanceof Error, DOMException.ABORT_ERR, new DOMException().name, new DOMException().message,
+      new DOMException("m", { name: "DataCloneError" }).code, Object.prototype.toString.call(de), String(de)];
+    const blob = new Blob(["h\u00e9llo ", new Uint8Array([119, 111]), new Blob(["rld"])], { type: "Text/Plain" });
+    out.blob = [blob.size, blob.type, await blob.text(), await blob.slice(1, 4).text(), await blob.slice(-3).text(), blob.slice(2, 1).size,
+      new Uint8Array(await blob.arrayBuffer()).length, Object.prototype.toString.call(blob), blob.slice(0, 2, "a/b").type, new Blob().size];
+    const file = new File(["abc"], "a.txt", { type: "text/plain", lastModified: 42 });
+    out.file = [file.name, file.size, file.type, file.lastModified, file instanceof Blob, await file.text(), Object.prototype.toString.call(file)];
+    const fd = new FormData();
+    fd.append("a", "1");
+    fd.append("a", 2);
+    fd.append("f", new Blob(["x"]), "x.bin");
+    fd.append("b", blob);
+    fd.set("c", "3");
+    out.form = [fd.get("a"), fd.getAll("a"), fd.has("f"), fd.get("f").name, fd.get("f") instanceof File, fd.get("b").name, fd.get("b").type,
+      await fd.get("b").text(), fd.get("missing"), Object.prototype.toString.call(fd)];
+    fd.set("a", "only");
+    fd.delete("c");
+    out.formEntries = [...fd].map(([k, v]) => [k, typeof v === "string" ? v : "file:" + v.name]);
+    out.formKeys = [...fd.keys()];
+    const rs = new ReadableStream({ start(c) { c.enqueue("a"); c.enqueue("b"); c.close(); } });
+    const chunks = [];
+    for await (const c of rs) chunks.push(c);
+    const upper = new TransformStream({ transform(chunk, c) { c.enqueue(chunk.toUpperCase()); } });
+    const written = [];
+    await new ReadableStream({ start(c) { c.enqueue("x"); c.enqueue("y"); c.close(); } })
+      .pipeThrough(upper)
+      .pipeTo(new WritableStream({ write(c) { written.push(c); } }, new CountQueuingStrategy({ highWaterMark: 2 })));
+    const reader = new ReadableStream({ pull(c) { c.enqueue(1); c.close(); } }).getReader();
+    out.streams = [chunks, written, await reader.read(), await reader.read(), reader instanceof ReadableStreamDefaultReader, rs.locked,
+      typeof WritableStreamDefaultWriter, typeof ByteLengthQueuingStrategy, Object.prototype.toString.call(rs)];
+    const decoded = [];
+    const decoder = new TextDecoderStream();
+    const writer = decoder.writable.getWriter();
+    const euro = new TextEncoder().encode("\u20ac!");
+    writer.write(euro.subarray(0, 1));
+    writer.write(euro.subarray(1));
+    writer.close();
+    for await (const t of decoder.readable) decoded.push(t);
+    const encoder = new TextEncoderStream();
+    const encodedWriter = encoder.writable.getWriter();
+    encodedWriter.write("\u00e9");
+    encodedWriter.close();
+    const encoded = [];
+    for await (const c of encoder.readable) encoded.push(...c);
+    out.codecStreams = [decoded.join(""), encoded, encoder.encoding, decoder.encoding];
+    const streamed = [];
+    for await (const c of new Blob(["stream me"]).stream()) streamed.push(...c);
+    out.blobStream = String.fromCharCode(...streamed);
+    const { port1, port2 } = new MessageChannel();
+    out.message = await new Promise((resolve) => {
+      port2.onmessage = (e) => { resolve([e.data, e instanceof MessageEvent, e.type]); port1.close(); };
+      port1.postMessage({ hi: [1, 2] });
+    });
+    const request = new Request("https://example.com/a?b=1", { method: "POST", body: "payload", headers: { "x-a": "1" } });
+    out.request = [request.url, request.method, request.headers.get("x-a"), request.headers.get("content-type"), await request.clone().text(),
+      await request.text(), request.bodyUsed, typeof request.signal.aborted, Object.prototype.toString.call(request)];
+    const response = new Response(new Blob(['{"ok":true}'], { type: "application/json" }));
+    out.response = [response.headers.get("content-type"), (await response.blob()).size, new Response(null).body,
+      await new Response(new ReadableStream({ start(c) { c.enqueue(new Uint8Array([104, 105])); c.close(); } })).text(),
+      await new Response("body").body.getReader().read().then((r) => r.value.length)];
+    return out;`;
+
+  it("web globals Node 20 has (Event, EventTarget, DOMException, Blob, File, FormData, streams, MessageChannel, Request) behave as Node's", async () => {
+    const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (body: string) => () => Promise<unknown>;
+    const fromNode = JSON.parse(JSON.stringify(await new AsyncFunction(WEB_GLOBALS_PROBE).call(undefined))) as Record<string, unknown>;
+    const e = await run(source(`this.$emit(await (async function () { ${WEB_GLOBALS_PROBE} }).call(undefined));`));
+    expect(e).to.deep.equal(fromNode);
+    expect((fromNode.blob as unknown[])[2]).to.equal("héllo world");
+  });
+
+  it("self is the global object (form-data's browser build reads self.FormData); window and document stay undefined", async () => {
+    const e = await run(
+      source(`this.$emit({ self: self === globalThis, form: self.FormData === FormData, window: typeof window, document: typeof document,
+        navigator: typeof navigator, descriptor: Object.getOwnPropertyDescriptor(globalThis, "ReadableStream").get === undefined || "lazy" });`),
+    );
+    expect(e).to.deep.equal({
+      self: true,
+      form: true,
+      window: "undefined",
+      document: "undefined",
+      navigator: "undefined",
+      descriptor: "lazy",
+    });
+  });
+
+  it("fetch and axios send a FormData body as multipart/form-data, and a Blob (or, with fetch, a ReadableStream) body as its bytes", async () => {
+    const e = await run(
+      source(
+        `
+      const form = new FormData();
+      form.append("field", "value");
+      form.append("upload", new Blob(["file body"], { type: "text/plain" }), "note.txt");
+      const multipart = await (await fetch(event.url, { method: "POST", body: form })).json();
+      const blob = await (await fetch(event.url, { method: "PUT", body: new Blob(["blob body"], { type: "application/x-thing" }) })).json();
+      const stream = await (await fetch(new Request(event.url, { method: "POST", body: new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode("streamed")); c.close(); } }), duplex: "half" }))).json();
+      const viaAxios = (await axios.post(event.url, form, { headers: { "content-type": "multipart/form-data" } })).data;
+      const blobViaAxios = (await axios.put(event.url, new Blob(["axios blob"], { type: "text/csv" }))).data;
+      this.$emit({ multipart, blob, stream, viaAxios, blobViaAxios });`,
+        `import axios from "axios";`,
+      ),
+      { event: { url: `${server.url}/body` } },
+    );
+    expect(e.multipart.type).to.match(/^multipart\/form-data; boundary=/);
+    const boundary = (e.multipart.type as string).split("boundary=")[1];
+    expect(e.multipart.body).to.equal(
+      `--${boundary}\r\nContent-Disposition: form-data; name="field"\r\n\r\nvalue\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="upload"; filename="note.txt"\r\nContent-Type: text/plain\r\n\r\nfile body\r\n` +
+        `--${boundary}--\r\n`,
+    );
+    expect(e.blob).to.deep.equal({ method: "PUT", type: "application/x-thing", body: "blob body" });
+    expect(e.stream).to.deep.equal({ method: "POST", type: null, body: "streamed" });
+    const axiosBoundary = (e.viaAxios.type as string).split("boundary=")[1];
+    expect(e.viaAxios.body).to.equal((e.multipart.body as string).replaceAll(boundary, axiosBoundary));
+    expect(e.blobViaAxios).to.deep.equal({ method: "PUT", type: "text/csv", body: "axios blob" });
   });
 
   it("modules the sandbox cannot offer still fail the save, naming the module", async () => {

@@ -7,7 +7,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { ComponentValidationError, prepareComponent, type Runtime } from "../../src/runtime/index.js";
-import { invocation, startRuntime, tempDir } from "./support.js";
+import { invocation, startRuntime, startServer, tempDir } from "./support.js";
 
 // Nothing listens on port 9 of loopback: any attempt to reach this registry fails at once.
 const UNREACHABLE_REGISTRY = "http://127.0.0.1:9/";
@@ -124,6 +124,79 @@ describe("runtime: npm packages", function () {
       rs256: "Error: secretOrPrivateKey must be an asymmetric key when using RS256",
     });
     expect(e.token).to.equal(byHand);
+  });
+
+  it("loads form-data@4.0.6, whose browser build is the global FormData (self.FormData)", async () => {
+    const prepared = await prepareComponent(
+      {
+        code: `import FormData from "form-data@4.0.6";
+          export default { name: "form", version: "1", async run() {
+            const form = new FormData();
+            form.append("a", "1");
+            form.append("file", new Blob(["content"], { type: "text/plain" }), "f.txt");
+            this.$emit({ same: FormData === globalThis.FormData, entries: [...form].map(([k, v]) => [k, typeof v === "string" ? v : v.name + ":" + v.type]) });
+          } };`,
+      },
+      { runtime },
+    );
+    expect(prepared.packages).to.deep.equal([{ name: "form-data", version: "4.0.6" }]);
+    const outcome = await runtime.invoke(invocation(prepared));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits[0]?.event).to.deep.equal({
+      same: true,
+      entries: [
+        ["a", "1"],
+        ["file", "f.txt:text/plain"],
+      ],
+    });
+  });
+
+  it("loads stripe@23.1.0 (its worker build extends Event and EventTarget) and constructs a client without a network call", async () => {
+    const prepared = await prepareComponent(
+      {
+        code: `import Stripe from "stripe@23.1.0";
+          const stripe = new Stripe("sk_test_headwater", { maxNetworkRetries: 0 });
+          export default { name: "stripe", version: "1", async run() {
+            this.$emit({ customers: typeof stripe.customers.create, webhooks: typeof stripe.webhooks.constructEventAsync });
+          } };`,
+      },
+      { runtime },
+    );
+    expect(prepared.packages.map((p) => p.name)).to.include("stripe");
+    const outcome = await runtime.invoke(invocation(prepared));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits[0]?.event).to.deep.equal({ customers: "function", webhooks: "function" });
+  });
+
+  it("sends a command with @aws-sdk/client-sqs@3.1175.0 (its fetch handler uses Request, ReadableStream and Response.body)", async () => {
+    const server = await startServer((req, res) => {
+      res.writeHead(200, { "content-type": "application/x-amz-json-1.0" });
+      res.end(JSON.stringify({ QueueUrls: ["https://sqs.example/1/q"] }));
+    });
+    // Its own runtime: this one reaches the loopback server.
+    const local = await startRuntime({ workers: 1, cacheDir, allowPrivateNetworks: true });
+    try {
+      const prepared = await prepareComponent(
+        {
+          code: `import { SQSClient, ListQueuesCommand } from "@aws-sdk/client-sqs@3.1175.0";
+            export default { name: "sqs", version: "1", async run(e) {
+              const client = new SQSClient({ region: "us-east-1", endpoint: e.url, credentials: { accessKeyId: "a", secretAccessKey: "b" } });
+              const out = await client.send(new ListQueuesCommand({}));
+              this.$emit({ urls: out.QueueUrls });
+            } };`,
+        },
+        { runtime: local },
+      );
+      const outcome = await local.invoke(invocation(prepared, { event: { url: server.url } }));
+      expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+      expect(outcome.emits[0]?.event).to.deep.equal({ urls: ["https://sqs.example/1/q"] });
+      expect(server.requests[0]).to.include({ method: "POST", body: "{}" });
+      expect(server.requests[0].headers["x-amz-target"]).to.equal("AmazonSQS.ListQueues");
+      expect(server.requests[0].headers["authorization"]).to.match(/^AWS4-HMAC-SHA256 Credential=a\//);
+    } finally {
+      await local.close();
+      await server.close();
+    }
   });
 
   it("fails the save with a clear error for a package that does not exist", async () => {

@@ -1,6 +1,7 @@
 // Entry of the prelude script that every isolate runs before the component: it takes the host
 // bridge, installs the globals a component expects (console, timers, URL, TextEncoder, Buffer,
-// fetch, crypto.getRandomValues) and the module registry, then exposes load / invoke / describe /
+// fetch, crypto.getRandomValues, and the web classes Node 20 has: Event, EventTarget, streams, Blob,
+// FormData, MessageChannel, ...) and the module registry, then exposes load / invoke / describe /
 // dispatch to the host through one global the host removes right away.
 //
 // What a run always needs (the bridge, console, timers, emit, db, invoke) is set up here. The
@@ -40,6 +41,10 @@ const fetchLib = once(() => require("./fetch.js") as typeof import("./fetch.js")
 const cryptoModule = once(() => require("./modules/crypto.js") as typeof import("./modules/crypto.js"));
 const urlLib = once(() => require("./url.js") as typeof import("./url.js"));
 const textCodec = once(() => require("./textCodec.js") as typeof import("./textCodec.js"));
+const domEvents = once(() => require("./domEvents.js") as typeof import("./domEvents.js"));
+const streams = once(() => require("./streams.js") as typeof import("./streams.js"));
+const blobLib = once(() => require("./blob.js") as typeof import("./blob.js"));
+const messageChannel = once(() => require("./messageChannel.js") as typeof import("./messageChannel.js"));
 const sandboxProcess = once(() => (require("./process.js") as typeof import("./process.js")).sandboxProcess);
 setBridge(takeBridge());
 setUncaughtHandler((err) => sandboxConsole.error("Uncaught exception:", err));
@@ -77,6 +82,21 @@ const performance = {
 const atob = (s: string) => bufferLib().Buffer.from(String(s), "base64").toString("latin1");
 const btoa = (s: string) => bufferLib().Buffer.from(String(s), "latin1").toString("base64");
 
+/**
+ * JSON semantics, except that binary data is copied as binary (the streams polyfill clones an
+ * ArrayBuffer with structuredClone to "transfer" it when the engine has no ArrayBuffer.transfer).
+ */
+function structuredClone(v: unknown): unknown {
+  if (v === undefined) return undefined;
+  if (v instanceof ArrayBuffer) return v.slice(0);
+  if (ArrayBuffer.isView(v)) {
+    const copy = (v.buffer as ArrayBuffer).slice(v.byteOffset, v.byteOffset + v.byteLength);
+    const View = v.constructor as new (buffer: ArrayBuffer) => ArrayBufferView;
+    return v instanceof DataView ? new DataView(copy) : new View(copy);
+  }
+  return JSON.parse(stringify(v));
+}
+
 const globals: AnyRecord = {
   console: sandboxConsole,
   ...timerGlobals,
@@ -84,7 +104,7 @@ const globals: AnyRecord = {
   global: globalThis,
   atob,
   btoa,
-  structuredClone: (v: unknown) => (v === undefined ? undefined : JSON.parse(stringify(v))),
+  structuredClone,
 };
 for (const [name, value] of Object.entries(globals)) defineGlobal(name, value);
 const lazyGlobals: Record<string, () => unknown> = {
@@ -96,12 +116,49 @@ const lazyGlobals: Record<string, () => unknown> = {
   fetch: () => fetchLib().fetch,
   Headers: () => fetchLib().Headers,
   Response: () => fetchLib().Response,
+  Request: () => fetchLib().Request,
   AbortController: () => fetchLib().AbortController,
   AbortSignal: () => fetchLib().AbortSignal,
   crypto: webCrypto,
   process: sandboxProcess,
+  // The web platform classes Node 20 has as globals; browser builds of packages use them.
+  DOMException: () => domEvents().DOMException,
+  Event: () => domEvents().Event,
+  EventTarget: () => domEvents().EventTarget,
+  CustomEvent: () => domEvents().CustomEvent,
+  MessageEvent: () => domEvents().MessageEvent,
+  Blob: () => blobLib().Blob,
+  File: () => blobLib().File,
+  FormData: () => blobLib().FormData,
+  MessageChannel: () => messageChannel().MessageChannel,
+  MessagePort: () => messageChannel().MessagePort,
+  ...Object.fromEntries(
+    (
+      [
+        "ReadableStream",
+        "ReadableStreamDefaultReader",
+        "ReadableStreamBYOBReader",
+        "ReadableStreamBYOBRequest",
+        "ReadableByteStreamController",
+        "ReadableStreamDefaultController",
+        "WritableStream",
+        "WritableStreamDefaultWriter",
+        "WritableStreamDefaultController",
+        "TransformStream",
+        "TransformStreamDefaultController",
+        "ByteLengthQueuingStrategy",
+        "CountQueuingStrategy",
+        "TextEncoderStream",
+        "TextDecoderStream",
+      ] as const
+    ).map((name) => [name, () => streams().webStreams[name]]),
+  ),
 };
 for (const [name, make] of Object.entries(lazyGlobals)) defineLazyGlobal(name, make);
+// What web workers (and Deno) call the global object; browser builds reach globals through it
+// (form-data's is `self.FormData`). Node has no `self`, but nothing in Node looks for one either.
+// `window` and `document` stay undefined: with them libraries would take the sandbox for a page.
+defineGlobal("self", globalThis);
 // WebAssembly memory is allocated outside the isolate's heap limit, so it is not offered.
 delete g["WebAssembly"];
 

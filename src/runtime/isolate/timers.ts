@@ -17,6 +17,11 @@ export function setUncaughtHandler(fn: (err: unknown) => void): void {
   onUncaught = fn;
 }
 
+/** An error no caller can catch (a throwing event listener): reported as Node reports it, the run goes on. */
+export function reportUncaught(err: unknown): void {
+  onUncaught(err);
+}
+
 class Timeout {
   constructor(readonly id: number) {}
   ref() {

@@ -1,5 +1,5 @@
 // Builds the prelude script (src/runtime/isolate/prelude.ts, compiled to dist) into one IIFE with
-// its npm parts (buffer, events), once per host process.
+// its npm parts (buffer, events, web-streams-polyfill), once per host process.
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 

@@ -254,6 +254,23 @@ function prepareBody(
   if (data instanceof Uint8Array) return data;
   if (data instanceof ArrayBuffer) return new Uint8Array(data);
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const tag = Object.prototype.toString.call(data);
+  if (tag === "[object FormData]" || tag === "[object Blob]" || tag === "[object File]") {
+    // The sandbox's FormData (also what the form-data package is in a bundle) and Blob, made on first use.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- see prelude.ts: require keeps blob.ts lazy
+    const blob = require("../blob.js") as typeof import("../blob.js");
+    if (data instanceof blob.FormData) {
+      // As axios 1.x does for a spec FormData: multipart, with its boundary in the Content-Type.
+      const { body, contentType } = blob.encodeFormData(data);
+      for (const key of Object.keys(headers)) if (key.toLowerCase() === "content-type") delete headers[key];
+      headers["content-type"] = contentType;
+      return body;
+    }
+    if (data instanceof blob.Blob) {
+      if (data.type) setType(data.type);
+      return blob.blobBytes(data);
+    }
+  }
   // Like axios 1.x: an object sent with a URL-encoded Content-Type goes as a form, not JSON.
   if (typeof data === "object" && (headerLookup(headers, "content-type") ?? "").includes("application/x-www-form-urlencoded")) {
     const form = new URLSearchParams();

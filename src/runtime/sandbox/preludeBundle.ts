@@ -1,5 +1,7 @@
 // Builds the prelude script (src/runtime/isolate/prelude.ts, compiled to dist) into one IIFE with
-// its npm parts (buffer, events, web-streams-polyfill), once per host process.
+// its npm parts (buffer, events, web-streams-polyfill), once per host process. Whitespace is
+// minified (names are kept, so stacks still read): every isolate holds the prelude's source, and
+// its modules made on first use are most of it (docs/decisions.md, "Web globals").
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 
@@ -15,6 +17,7 @@ export function preludeSource(): Promise<string> {
       platform: "browser",
       target: "es2022",
       legalComments: "none",
+      minifyWhitespace: true,
       logLevel: "silent",
       define: { global: "globalThis", __HW_NODE_VERSION__: JSON.stringify(process.version) },
     })

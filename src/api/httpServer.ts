@@ -43,6 +43,10 @@ export function defaultMaxConnections(limitsFile = "/proc/self/limits"): number 
   return Math.max(64, limit - Math.min(RESERVED_DESCRIPTORS, Math.floor(limit / 4)));
 }
 
+/** The response being written on a socket, if any. */
+const RESPONDING = Symbol("responding");
+type Tracked = stream.Duplex & { [RESPONDING]?: http.ServerResponse | undefined };
+
 /** A client's address as one key: IPv4-mapped IPv6 (`::ffff:1.2.3.4`) is the IPv4 address. */
 function addressOf(socket: net.Socket): string | undefined {
   const address = socket.remoteAddress;
@@ -122,37 +126,38 @@ export function createHttpServer(options: HttpServerOptions, handler: http.Reque
     handler,
   );
 
-  // The response in flight on each socket, and sockets whose last request was answered before its body arrived.
-  const responding = new WeakMap<stream.Duplex, http.ServerResponse>();
+  // The response in flight on each socket (a property of the socket: this runs for every request,
+  // so no map and no closure per request), and sockets whose last request was answered before its
+  // body arrived.
   const answeredEarly = new WeakSet<stream.Duplex>();
+  const graceMs = Math.min(UNREAD_BODY_GRACE_MS, requestTimeoutMs);
+  function finished(this: http.ServerResponse): void {
+    const req = this.req;
+    const socket = req.socket as Tracked;
+    if (socket[RESPONDING] === this) socket[RESPONDING] = undefined;
+    if (req.complete) return;
+    // Answered before the body arrived: Node reads and drops the rest so the connection can be
+    // reused; a client that sends it slowly (or never) loses the connection after a short grace.
+    answeredEarly.add(socket);
+    const timer = setTimeout(() => {
+      if (!req.complete) socket.destroy();
+    }, graceMs);
+    timer.unref();
+    const done = () => {
+      clearTimeout(timer);
+      answeredEarly.delete(socket);
+    };
+    req.once("end", done);
+    socket.once("close", done);
+  }
   server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const socket = req.socket;
-    responding.set(socket, res);
-    res.once("finish", () => {
-      if (responding.get(socket) === res) responding.delete(socket);
-      if (req.complete) return;
-      // Answered before the body arrived: Node reads and drops the rest so the connection can be
-      // reused; a client that sends it slowly (or never) loses the connection after a short grace.
-      answeredEarly.add(socket);
-      const timer = setTimeout(
-        () => {
-          if (!req.complete) socket.destroy();
-        },
-        Math.min(UNREAD_BODY_GRACE_MS, requestTimeoutMs),
-      );
-      timer.unref();
-      const done = () => {
-        clearTimeout(timer);
-        answeredEarly.delete(socket);
-      };
-      req.once("end", done);
-      socket.once("close", done);
-    });
+    (req.socket as Tracked)[RESPONDING] = res;
+    res.on("finish", finished);
   });
 
   // A malformed request, a request past its deadline or a reset socket is answered (or dropped) by itself, never thrown.
   server.on("clientError", (error: NodeJS.ErrnoException, socket: stream.Duplex) => {
-    const answering = responding.get(socket)?.headersSent === true || answeredEarly.has(socket);
+    const answering = (socket as Tracked)[RESPONDING]?.headersSent === true || answeredEarly.has(socket);
     if (!socket.writable || socket.destroyed || answering) {
       socket.destroy();
       return;

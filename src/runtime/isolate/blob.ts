@@ -1,7 +1,7 @@
 // Blob, File and FormData as Node 20 has them as globals, in memory (a Blob's bytes are one
 // Uint8Array in the isolate, counted in its heap). fetch sends a Blob or a FormData body
 // (multipart/form-data, as Node's fetch encodes it).
-import { utf8Decode, utf8Encode } from "./textCodec.js";
+import { concatBytes, utf8Decode, utf8Encode } from "./textCodec.js";
 import type { ReadableStream as PonyfillStream } from "web-streams-polyfill";
 
 type BlobPart = string | ArrayBuffer | ArrayBufferView | Blob;
@@ -11,18 +11,6 @@ function partBytes(part: BlobPart): Uint8Array {
   if (part instanceof ArrayBuffer) return new Uint8Array(part.slice(0));
   if (ArrayBuffer.isView(part)) return new Uint8Array(part.buffer, part.byteOffset, part.byteLength).slice();
   return utf8Encode(String(part));
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const c of chunks) size += c.length;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }
 
 function normalizeType(type: unknown): string {
@@ -39,7 +27,7 @@ export class Blob {
     if (parts === null || typeof parts !== "object" || typeof parts[Symbol.iterator] !== "function") {
       throw new TypeError('The "sources" argument must be a sequence.');
     }
-    this.#bytes = concat([...parts].map(partBytes));
+    this.#bytes = concatBytes([...parts].map(partBytes));
     this.#type = normalizeType(options?.type);
   }
   get size(): number {
@@ -203,5 +191,5 @@ export function encodeFormData(form: FormData): { body: Uint8Array; contentType:
     }
   }
   chunks.push(utf8Encode(`--${boundary}--\r\n`));
-  return { body: concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
+  return { body: concatBytes(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
 }

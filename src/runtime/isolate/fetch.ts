@@ -2,7 +2,7 @@
 import { Buffer } from "buffer";
 import { DOMException, Event, EventTarget } from "./domEvents.js";
 import { HttpBridgeError, hostRequest, type RawResponse } from "./http.js";
-import { utf8Decode, utf8Encode } from "./textCodec.js";
+import { concatBytes, utf8Decode, utf8Encode } from "./textCodec.js";
 import { URL, URLSearchParams } from "./url.js";
 import type { ReadableStream as PonyfillStream } from "web-streams-polyfill";
 
@@ -139,7 +139,6 @@ function bodyStream(bytes: () => Uint8Array): PonyfillStream<Uint8Array> {
 async function readAll(stream: ReadableStream<unknown>): Promise<Uint8Array> {
   const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
-  let size = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
@@ -155,15 +154,8 @@ async function readAll(stream: ReadableStream<unknown>): Promise<Uint8Array> {
               : undefined;
     if (chunk === undefined) throw new TypeError("fetch: a body stream must give Uint8Array chunks");
     chunks.push(chunk);
-    size += chunk.length;
   }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
+  return concatBytes(chunks);
 }
 
 function isReadableStream(v: unknown): v is ReadableStream<unknown> {

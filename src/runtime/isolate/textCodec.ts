@@ -116,3 +116,16 @@ export class TextDecoder {
     return utf8Decode(bytes);
   }
 }
+
+/** The bytes of `chunks` one after another, in one new array. */
+export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
+  let size = 0;
+  for (const c of chunks) size += c.byteLength;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}

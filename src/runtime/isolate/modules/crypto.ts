@@ -4,6 +4,7 @@
 // (createPrivateKey, createPublicKey) and signatures are not available.
 import { Buffer } from "buffer";
 import { hostSync } from "../bridge.js";
+import { concatBytes } from "../textCodec.js";
 
 type Data = string | Uint8Array | ArrayBuffer | DataView;
 
@@ -13,17 +14,6 @@ function toBytes(data: Data, encoding?: string): Uint8Array {
   if (data instanceof ArrayBuffer) return new Uint8Array(data);
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   throw new TypeError('The "data" argument must be of type string or an instance of Buffer, TypedArray, or DataView');
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const total = chunks.reduce((n, c) => n + c.byteLength, 0);
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.byteLength;
-  }
-  return out;
 }
 
 function encodeDigest(bytes: Uint8Array, encoding?: string): string | Buffer {
@@ -49,7 +39,7 @@ class Digest {
   digest(encoding?: string): string | Buffer {
     if (this.#done) throw new Error("Digest already called");
     this.#done = true;
-    const bytes = hostSync<Uint8Array>("crypto.digest", { algorithm: this.algorithm, key: this.key, data: concat(this.#chunks) });
+    const bytes = hostSync<Uint8Array>("crypto.digest", { algorithm: this.algorithm, key: this.key, data: concatBytes(this.#chunks) });
     return encodeDigest(bytes, encoding);
   }
   copy(): Digest {

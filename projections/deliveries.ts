@@ -30,7 +30,7 @@ export interface DeliveryAttemptRow {
  */
 export const deliveriesProjection: Projection = {
   name: "deliveries",
-  version: 1,
+  version: 2,
   tables: ["delivery_attempts", "delivery_queues"],
   schema: [
     `CREATE TABLE IF NOT EXISTS delivery_attempts (
@@ -75,6 +75,13 @@ export const deliveriesProjection: Projection = {
         recorded.position,
       );
       keptAttempts.touch(a.listenerId);
+    } else if (event.type === "DeliveryDropped") {
+      // Given up (the webhook was disabled): its last attempt has no next try any more.
+      statement(
+        db,
+        `UPDATE delivery_attempts SET next_attempt_at = NULL WHERE listener_id = ? AND seq =
+          (SELECT MAX(seq) FROM delivery_attempts WHERE listener_id = ? AND delivery_id = ?)`,
+      ).run(event.data.listenerId, event.data.listenerId, event.data.deliveryId);
     }
     // Every delivery event carries the queue's length after it, and when its head is due.
     statement(

@@ -24,6 +24,8 @@ export interface Delivery {
   readonly routedAt: number;
   /** Set on a re-send asked for by a user: it is sent again even though it was delivered. */
   readonly resend?: number;
+  /** On a re-send: the attempts made before it, so its attempts are numbered on from them. */
+  readonly priorAttempts?: number;
 }
 
 /** The id of one event's delivery to one subscription: the same whichever node routes it, however often. */
@@ -119,7 +121,10 @@ export function evolveDeliveries(state: ListenerDeliveries, event: DeliveryEvent
         };
       }
       if (inQueue < 0) return { ...state, ...streak };
-      const queue = state.queue.map((q, i) => (i === inQueue ? { ...q, attempts: d.attempt, nextAttemptAt: d.nextAttemptAt! } : q));
+      // A queued re-send counts its own attempts (for the back-off); the event numbers them on from the earlier ones.
+      const queue = state.queue.map((q, i) =>
+        i === inQueue ? { ...q, attempts: d.attempt - (q.delivery.priorAttempts ?? 0), nextAttemptAt: d.nextAttemptAt! } : q,
+      );
       return { ...state, ...streak, queue };
     }
     case "DeliveryDropped":
@@ -214,7 +219,7 @@ export function recordTurn(
         emitterId: d.emitterId,
         channel: d.channel,
         eventId: d.eventId,
-        attempt: n,
+        attempt: n + (d.priorAttempts ?? 0),
         ok: attempt.ok,
         status: attempt.status,
         latencyMs: attempt.latencyMs,

@@ -43,6 +43,26 @@ describe("commands/deliveries", () => {
     expect(deliveryId("dc_1", "10-0", "", "sub_2")).to.not.equal(deliveryId("dc_1", "10-0", "", "sub_1"));
   });
 
+  it("numbers a re-send's attempts on from the delivery's earlier ones, and backs it off from its own", () => {
+    const resent: Delivery = { ...delivery(0), resend: 200, priorAttempts: 3 };
+    const first = recordTurn(
+      emptyDeliveries,
+      { listenerId: "wh_1", attempts: [attempt(resent, false, 200)], unsent: [], now: 200, random: 0.5 },
+      policy,
+    );
+    expect(first[0]).to.deep.include({ type: "DeliveryAttempted" });
+    expect(first[0].data).to.include({ attempt: 4, nextAttemptAt: 200 + nextDelay(policy, 1, 0.5) });
+    const queued = foldDeliveries(first);
+    expect(queued.queue[0].attempts, "its own attempts, for the back-off").to.equal(1);
+    const second = recordTurn(
+      queued,
+      { listenerId: "wh_1", attempts: [attempt(resent, false, 1300)], unsent: [], now: 1300, random: 0.5 },
+      policy,
+    );
+    expect(second[0].data).to.include({ attempt: 5, nextAttemptAt: 1300 + nextDelay(policy, 2, 0.5) });
+    expect(second.reduce(evolveDeliveries, queued).queue[0].attempts).to.equal(2);
+  });
+
   it("sends at once to a healthy listener, queues behind a failing one, and never sends a copy twice", () => {
     const [a, b, c] = [delivery(0), delivery(1), delivery(2)];
     expect(plan(emptyDeliveries, [a, b])).to.deep.equal({ send: [a, b], queue: [], duplicates: [] });

@@ -46,6 +46,7 @@ export class Resends {
       chain: [],
       routedAt: now,
       resend: now,
+      priorAttempts: attempt.attempt,
     };
     await this.deps.bus.publish(DELIVERIES_TOPIC, [deliveryMessage(delivery)]);
     return true;

@@ -385,6 +385,13 @@ describe("subscriptions and delivery (real server)", function () {
     expect(resent.status).to.equal(202);
     const copies = await receiver.waitFor(at("/managed"), 2);
     expect(copies[1].headers["webhook-id"], "a re-send keeps the webhook-id").to.equal(copies[0].headers["webhook-id"]);
+    // The re-send's attempt is numbered on from the first one, not "attempt 1" again.
+    const numbered = await eventually("the re-send's attempt in the listing", async () => {
+      const listed = (await admin.get(`/v1/webhooks/${id}/deliveries`)).body.data as { delivery_id: string; attempt: number }[];
+      const ofIt = listed.filter((a) => a.delivery_id === attempts[0].delivery_id);
+      return ofIt.length === 2 ? ofIt : undefined;
+    });
+    expect(numbered.map((a) => a.attempt)).to.deep.equal([2, 1]);
     expect((await admin.post(`/v1/webhooks/${id}/deliveries/msg_nope/resend`)).status).to.equal(404);
     expect((await admin.delete(`/v1/webhooks/${id}`)).status).to.equal(204);
     expect((await admin.get(`/v1/webhooks/${id}`)).status).to.equal(404);
@@ -434,6 +441,20 @@ describe("delivery: giving up and retention (real server)", function () {
       expect(disabled.disabled_reason).to.match(/failed for .* h \(\d+ attempts in a row\)/);
       const tries = receiver.received.length;
       expect(tries).to.be.at.least(3);
+      // Given up: the last attempt listed shows no next try (the earlier ones keep when theirs was due).
+      type Listed = { attempt: number; next_attempt_at_ms: number | null }[];
+      const listed = await eventually(
+        "the given-up attempt without a next try",
+        async () => {
+          const all = (await admin.get(`/v1/webhooks/${hook.id}/deliveries`)).body.data as Listed;
+          return all[0]?.next_attempt_at_ms === null ? all : undefined;
+        },
+        5_000,
+      );
+      expect(listed.length).to.be.at.least(3);
+      expect(listed[0].attempt).to.equal(listed.length);
+      expect(listed[0].next_attempt_at_ms, "the given-up attempt").to.equal(null);
+      expect(listed[1].next_attempt_at_ms, "an earlier attempt").to.be.a("number");
       receiver.status = 200;
       expect((await admin.post(`/v1/webhooks/${hook.id}/resume`)).body.data.status).to.equal("active");
       await fetch(source.configured_props.http.endpoint_url, {

@@ -284,6 +284,9 @@ export function checkMeta(id: unknown, name: unknown, summary: unknown, ts: unkn
     if (typeof name !== "string") return { ok: false, message: `$emit: meta.name must be a string, got ${typeof name}` };
     if (name.length > MAX_META_NAME_CHARS)
       return { ok: false, message: `$emit: meta.name is ${name.length} characters, over the limit of ${MAX_META_NAME_CHARS}` };
+    // The platform's own channels: an event emitted there would pass for a run's error or log.
+    if (name === "$errors" || name === "$logs")
+      return { ok: false, message: `$emit: meta.name "${name}" is reserved for the platform's channel of that name` };
     out.name = name;
   }
   if (summary !== undefined) {

@@ -413,7 +413,7 @@ describe("runtime: the sandbox boundary", function () {
       const o = await run(
         source(`
           const results = [];
-          for (const meta of [{ name: "n".repeat(201) }, { id: "i".repeat(1025) }, { id: { x: 1 } }, { ts: [1700000000000] }, { summary: "s".repeat(1e6), id: 7 }]) {
+          for (const meta of [{ name: "n".repeat(201) }, { name: "$errors" }, { name: "$logs" }, { id: "i".repeat(1025) }, { id: { x: 1 } }, { ts: [1700000000000] }, { summary: "s".repeat(1e6), id: 7 }]) {
             try { this.$emit({ ok: 1 }, meta); results.push("ok"); } catch (e) { results.push(e.name + ": " + e.message); }
           }
           this.$emit({ results });`),
@@ -421,6 +421,8 @@ describe("runtime: the sandbox boundary", function () {
       expect(o.ok, JSON.stringify(o.error)).to.equal(true);
       expect((o.emits[1].event as { results: string[] }).results).to.deep.equal([
         "TypeError: $emit: meta.name is 201 characters, over the limit of 200",
+        'TypeError: $emit: meta.name "$errors" is reserved for the platform\'s channel of that name',
+        'TypeError: $emit: meta.name "$logs" is reserved for the platform\'s channel of that name',
         "TypeError: $emit: meta.id is 1025 characters, over the limit of 1024",
         "TypeError: $emit: meta.id must be a string or a number, got object",
         "TypeError: $emit: meta.ts must be an integer (epoch milliseconds), got an array",

@@ -73,6 +73,7 @@ describe("runtime: trusted side against a subverted isolate", function () {
       ],
       ["nested 200 levels", `B.emit("[".repeat(200) + "]".repeat(200));`, /^\$emit: an event is nested deeper than 128 levels$/],
       ["a long meta name", `B.emit("1", undefined, "n".repeat(300));`, /^\$emit: meta\.name is 300 characters, over the limit of 200$/],
+      ["a platform channel's name", `B.emit("1", undefined, "$logs");`, /^\$emit: meta\.name "\$logs" is reserved/],
       ["an object id", `B.emit("1", { id: 1 });`, /^\$emit: meta\.id must be a string or a number, got object$/],
       ["a fractional ts", `B.emit("1", undefined, undefined, undefined, 1.5);`, /^\$emit: meta\.ts must be an integer/],
     ];

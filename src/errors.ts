@@ -5,6 +5,7 @@ import { ComponentValidationError } from "./runtime/errors.js";
 import { OutboundError } from "./net/outbound.js";
 import { ReplyTimeoutError } from "./bus/reply.js";
 import { JsonLimitError } from "./json/bounded.js";
+import { BusUnavailableError } from "./bus/bus.js";
 
 export function toDomainError(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
@@ -22,6 +23,11 @@ export function toDomainError(error: unknown): DomainError {
     return new DomainError("run_timeout", `the run did not answer within ${Math.round(error.timeoutMs / 1000)} s`);
   if (error instanceof JsonLimitError) {
     return error.reason === "too_deep" ? new DomainError("json_too_deep", error.message) : new DomainError("malformed_json", error.message);
+  }
+  // The bus's brokers down or restarting: what was being queued may not have been; the same
+  // request can succeed once they are back (a request answered 2xx was queued).
+  if (error instanceof BusUnavailableError) {
+    return new DomainError("unavailable", "the message bus is unavailable; the request may not have been taken, try again", undefined, 5);
   }
   // A storage file held locked past SQLite's busy timeout (another process writing, a long
   // checkpoint): nothing was written, and the same request can succeed a moment later.

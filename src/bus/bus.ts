@@ -164,6 +164,17 @@ export class BusClosedError extends BusError {
   }
 }
 
+/**
+ * The bus could not be reached in time (its brokers down or restarting): what was being published
+ * may not have been written. Callers answer "try again", not an internal error.
+ */
+export class BusUnavailableError extends BusError {
+  override readonly name = "BusUnavailableError";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(`the message bus is unavailable: ${message}`, options);
+  }
+}
+
 export class UnknownTopicError extends BusError {
   override readonly name = "UnknownTopicError";
   constructor(readonly topic: string) {

@@ -21,13 +21,17 @@ export interface KafkaBroker {
   /** host:port of the PLAINTEXT listener. */
   readonly brokers: string[];
   readonly version: string;
-  /** The broker JVM's process id. */
+  /** The broker JVM's process id (a new one after restart()). */
   readonly pid: number;
   /** Its temporary config and log directory, removed by stop(). */
   readonly dir: string;
   /** The broker's own stdout/stderr (WARN and above), for diagnosing a failing test. */
   readonly logFile: string;
   stop(): Promise<void>;
+  /** SIGKILLs the broker's JVM, as a crash would, and waits until it is gone; its data is kept. */
+  kill(): Promise<void>;
+  /** After kill(): the broker again, on the same ports with the same data; resolves once it answers. */
+  restart(): Promise<void>;
 }
 
 export class KafkaHarnessError extends Error {
@@ -116,35 +120,45 @@ async function launch(version: string, libs: string, readyTimeoutMs: number): Pr
     throw new KafkaHarnessError(`kafka storage format failed: ${describeExecError(error)}`);
   }
 
-  // The shell watches our stdin pipe: when this process dies for any reason (even SIGKILL) the
-  // pipe closes, `read` returns and the shell kills the broker.
-  const watchdog = spawn(
-    "sh",
-    [
-      "-c",
-      'java "$@" >>"$HEADWATER_KAFKA_LOG" 2>&1 </dev/null & child=$!; echo "$child"; read _ignored; kill "$child" 2>/dev/null; wait "$child"',
+  // One life of the broker's JVM; kill() ends it as a crash would, restart() begins the next on the
+  // same ports and data.
+  let life: { javaPid: number; watchdog: ChildProcess; exited: Promise<number | null>; pidFile: string };
+  const spawnJvm = async (): Promise<typeof life> => {
+    // The shell watches our stdin pipe: when this process dies for any reason (even SIGKILL) the
+    // pipe closes, `read` returns and the shell kills the broker.
+    const watchdog = spawn(
       "sh",
-      ...jvm,
-      "kafka.Kafka",
-      serverProperties,
-    ],
-    { stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, HEADWATER_KAFKA_LOG: logFile } },
-  );
-  const exited = new Promise<number | null>((resolve) => watchdog.once("exit", (code) => resolve(code)));
-  const javaPid = await firstLine(watchdog);
-  const pidFile = path.join(pidDir, `${javaPid}.json`);
-  await mkdir(pidDir, { recursive: true });
-  await writeFile(pidFile, JSON.stringify({ javaPid, ownerPid: process.pid, dir }));
+      [
+        "-c",
+        'java "$@" >>"$HEADWATER_KAFKA_LOG" 2>&1 </dev/null & child=$!; echo "$child"; read _ignored; kill "$child" 2>/dev/null; wait "$child"',
+        "sh",
+        ...jvm,
+        "kafka.Kafka",
+        serverProperties,
+      ],
+      { stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, HEADWATER_KAFKA_LOG: logFile } },
+    );
+    const exited = new Promise<number | null>((resolve) => watchdog.once("exit", (code) => resolve(code)));
+    const javaPid = await firstLine(watchdog);
+    const pidFile = path.join(pidDir, `${javaPid}.json`);
+    await mkdir(pidDir, { recursive: true });
+    await writeFile(pidFile, JSON.stringify({ javaPid, ownerPid: process.pid, dir }));
+    return { javaPid, watchdog, exited, pidFile };
+  };
+  life = await spawnJvm();
 
-  const killNow = (): void => {
+  const killJvm = (): void => {
     try {
-      process.kill(javaPid, "SIGKILL");
+      process.kill(life.javaPid, "SIGKILL");
     } catch {
       // already gone
     }
+  };
+  const killNow = (): void => {
+    killJvm();
     try {
       rmSync(dir, { recursive: true, force: true });
-      unlinkSync(pidFile);
+      unlinkSync(life.pidFile);
     } catch {
       // the next start reaps what is left
     }
@@ -154,31 +168,47 @@ async function launch(version: string, libs: string, readyTimeoutMs: number): Pr
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      watchdog.stdin?.end();
-      const timer = setTimeout(() => {
-        try {
-          process.kill(javaPid, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      }, 20_000);
-      await exited;
+      life.watchdog.stdin?.end();
+      const timer = setTimeout(killJvm, 20_000);
+      await life.exited;
       clearTimeout(timer);
       process.off("exit", killNow);
       await rm(dir, { recursive: true, force: true });
-      await rm(pidFile, { force: true });
+      await rm(life.pidFile, { force: true });
     })());
 
   const address = `127.0.0.1:${port}`;
   try {
-    await waitUntilReady(address, exited, logFile, readyTimeoutMs);
+    await waitUntilReady(address, life.exited, logFile, readyTimeoutMs);
   } catch (error) {
     const log = await readFile(logFile, "utf8").catch(() => "");
     await stop();
     if (/Address already in use|BindException/.test(log)) throw new PortTakenError(`port taken: ${log.slice(-2000)}`);
     throw error;
   }
-  return { brokers: [address], version, pid: javaPid, dir, logFile, stop };
+  const kill = async (): Promise<void> => {
+    killJvm();
+    life.watchdog.stdin?.end();
+    await life.exited;
+    await rm(life.pidFile, { force: true });
+  };
+  const restart = async (): Promise<void> => {
+    if (stopping) throw new KafkaHarnessError("the broker was stopped");
+    life = await spawnJvm();
+    await waitUntilReady(address, life.exited, logFile, readyTimeoutMs);
+  };
+  return {
+    brokers: [address],
+    version,
+    get pid() {
+      return life.javaPid;
+    },
+    dir,
+    logFile,
+    stop,
+    kill,
+    restart,
+  };
 }
 
 function brokerConfig(port: number, controllerPort: number, dataDir: string): string {

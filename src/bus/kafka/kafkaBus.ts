@@ -11,6 +11,7 @@ import { retryDelay } from "../retry.js";
 import {
   BusClosedError,
   BusError,
+  BusUnavailableError,
   UnknownTopicError,
   consumeMode,
   defaultRetryPolicy,
@@ -125,16 +126,20 @@ class KafkaBus implements Bus {
   async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
     this.assertOpen();
     if (messages.length === 0) return;
-    await this.assertTopics([topic]);
-    this.assertOpen();
-    await this.produce.publish(
-      topic,
-      messages.map((message) => ({
-        key: message.key,
-        value: toBuffer(message.value),
-        headers: { ...message.headers },
-      })),
-    );
+    try {
+      await this.assertTopics([topic]);
+      this.assertOpen();
+      await this.produce.publish(
+        topic,
+        messages.map((message) => ({
+          key: message.key,
+          value: toBuffer(message.value),
+          headers: { ...message.headers },
+        })),
+      );
+    } catch (error) {
+      throw unreachable(error) ? new BusUnavailableError(String((error as Error).message), { cause: error }) : error;
+    }
   }
 
   async consume(options: ConsumeOptions): Promise<BusConsumer> {
@@ -767,4 +772,18 @@ function toRecord(topic: string, partition: number, message: kafkajs.KafkaMessag
     headers,
     timestamp: Number(message.timestamp),
   };
+}
+
+/**
+ * Whether kafkajs gave up for want of a broker (down, restarting, no leader yet): its retries ran
+ * out on a retriable error, or a connection failed. Anything else (a message too large, a topic
+ * refused) is a real failure.
+ */
+function unreachable(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (!(e instanceof kafkajs.KafkaJSError)) return false;
+    if (e.retriable || e.name === "KafkaJSNumberOfRetriesExceeded" || e instanceof kafkajs.KafkaJSConnectionError) return true;
+    if (e.cause === e) return false;
+  }
+  return false;
 }

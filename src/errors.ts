@@ -6,6 +6,7 @@ import { OutboundError } from "./net/outbound.js";
 import { ReplyTimeoutError } from "./bus/reply.js";
 import { JsonLimitError } from "./json/bounded.js";
 import { BusUnavailableError } from "./bus/bus.js";
+import { StoreUnavailableError } from "./store/storeUnavailableError.js";
 
 export function toDomainError(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
@@ -28,6 +29,11 @@ export function toDomainError(error: unknown): DomainError {
   // request can succeed once they are back (a request answered 2xx was queued).
   if (error instanceof BusUnavailableError) {
     return new DomainError("unavailable", "the message bus is unavailable; the request may not have been taken, try again", undefined, 5);
+  }
+  // The log's server down or restarting (the scaled configuration's PostgreSQL): a write may or
+  // may not have been taken; reads are served from the node's read models meanwhile.
+  if (error instanceof StoreUnavailableError) {
+    return new DomainError("unavailable", "the event store is unavailable; the write may not have been taken, try again", undefined, 5);
   }
   // A storage file held locked past SQLite's busy timeout (another process writing, a long
   // checkpoint): nothing was written, and the same request can succeed a moment later.

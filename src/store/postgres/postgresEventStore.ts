@@ -12,6 +12,7 @@ import type {
   SubscribeToAllOptions,
 } from "../eventStore.js";
 import { EventStoreClosedError } from "../eventStoreClosedError.js";
+import { fromPostgres } from "../storeUnavailableError.js";
 import { GroupCommit, type AppendOutcome, type PendingAppend } from "../groupCommit.js";
 import type { GroupedWrites } from "../../groupedWrites.js";
 import { groupedTruncations, type Truncation } from "../truncations.js";
@@ -100,12 +101,21 @@ class PostgresEventStore implements EventStore {
   ) {
     this.sql = statementsFor(layout);
     this.truncations = groupedTruncations((truncations) =>
-      this.pool.query(this.sql.truncateBefore, [truncations.map((t) => t.stream), truncations.map((t) => t.beforeRevision)]),
+      this.query(this.sql.truncateBefore, [truncations.map((t) => t.stream), truncations.map((t) => t.beforeRevision)]),
     );
     this.groupCommit = new GroupCommit(
       (group) => this.commitGroup(group),
       () => this.signal.notify(),
     );
+  }
+
+  /** A query on the pool; a server out of reach is `StoreUnavailableError`. */
+  private async query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.pool.query<R>(text, values);
+    } catch (error) {
+      throw fromPostgres(error);
+    }
   }
 
   append(stream: string, events: readonly NewEvent[], options?: AppendOptions): Promise<AppendResult> {
@@ -118,7 +128,9 @@ class PostgresEventStore implements EventStore {
    * never reaches the database and needs no savepoint.
    */
   private async commitGroup(group: readonly PendingAppend[]): Promise<readonly AppendOutcome[]> {
-    const client = await this.pool.connect();
+    const client = await this.pool.connect().catch((error: unknown) => {
+      throw fromPostgres(error);
+    });
     let broken: Error | undefined;
     try {
       // Literal lock keys: a parameterless multi-statement query saves a round trip.
@@ -161,7 +173,7 @@ class PostgresEventStore implements EventStore {
     } catch (error) {
       broken = error as Error;
       await client.query("ROLLBACK").catch(() => {});
-      throw error;
+      throw fromPostgres(error);
     } finally {
       // A connection that failed mid-transaction is discarded rather than reused.
       client.release(broken);
@@ -173,7 +185,7 @@ class PostgresEventStore implements EventStore {
     const limit = limitOf(options?.maxCount);
     const backwards = options?.direction === "backwards";
     const from = options?.fromRevision ?? (backwards ? Number.MAX_SAFE_INTEGER : 0);
-    const { rows } = await this.pool.query<EventRow>(backwards ? this.sql.readStreamBackwards : this.sql.readStreamForwards, [
+    const { rows } = await this.query<EventRow>(backwards ? this.sql.readStreamBackwards : this.sql.readStreamForwards, [
       stream,
       from,
       limit,
@@ -187,7 +199,7 @@ class PostgresEventStore implements EventStore {
   }
 
   private async readAllFrom(fromPosition: number, limit: number | null): Promise<RecordedEvent[]> {
-    const { rows } = await this.pool.query<EventRow>(this.sql.readAll, [fromPosition, limit]);
+    const { rows } = await this.query<EventRow>(this.sql.readAll, [fromPosition, limit]);
     return rows.map(toRecordedEvent);
   }
 
@@ -255,20 +267,20 @@ class PostgresEventStore implements EventStore {
 
   async headPosition(): Promise<number> {
     this.assertOpen();
-    const { rows } = await this.pool.query<{ position: string }>(this.sql.headPosition);
+    const { rows } = await this.query<{ position: string }>(this.sql.headPosition);
     return Number(rows[0].position);
   }
 
   async streamRevision(stream: string): Promise<number | undefined> {
     this.assertOpen();
-    const { rows } = await this.pool.query<{ revision: string }>(this.sql.streamRevision, [stream]);
+    const { rows } = await this.query<{ revision: string }>(this.sql.streamRevision, [stream]);
     return rows.length === 0 ? undefined : Number(rows[0].revision);
   }
 
   async streamRevisions(streams: readonly string[]): Promise<(number | undefined)[]> {
     this.assertOpen();
     if (streams.length === 0) return [];
-    const { rows } = await this.pool.query<{ stream: string; revision: string }>(this.sql.streamRevisions, [streams]);
+    const { rows } = await this.query<{ stream: string; revision: string }>(this.sql.streamRevisions, [streams]);
     const found = new Map(rows.map((row) => [row.stream, Number(row.revision)]));
     return streams.map((stream) => found.get(stream));
   }

@@ -23,7 +23,7 @@ export interface WorkflowStep {
 export type WorkflowTrigger =
   | { readonly type: "http"; readonly respond: "immediately" | "workflow" }
   | { readonly type: "timer"; readonly intervalSeconds: number }
-  | { readonly type: "timer"; readonly cron: string }
+  | { readonly type: "timer"; readonly cron: string; readonly timezone?: string }
   | { readonly type: "none" };
 
 export interface WorkflowDefinitionData {

@@ -25,6 +25,14 @@ describe("scheduler/ticks", () => {
       const noon = tickSchedule({ cron: "0 12 * * *" });
       expect(iso(noon.next(at("2030-06-01T00:00:00Z")))).to.equal("2030-06-01T12:00:00.000Z");
     });
+    it("are read in their time zone when they have one, daylight saving time included", () => {
+      const nineInNewYork = tickSchedule({ cron: "0 9 * * *", timezone: "America/New_York" });
+      // EST (UTC-5) in January, EDT (UTC-4) in July.
+      expect(iso(nineInNewYork.next(at("2030-01-15T00:00:00Z")))).to.equal("2030-01-15T14:00:00.000Z");
+      expect(iso(nineInNewYork.next(at("2030-07-15T00:00:00Z")))).to.equal("2030-07-15T13:00:00.000Z");
+      const missed = nineInNewYork.due(at("2030-07-14T13:00:00Z"), at("2030-07-16T20:00:00Z"));
+      expect(iso(missed)).to.equal("2030-07-16T13:00:00.000Z");
+    });
     it("take a seconds field", () => {
       const everyTwo = tickSchedule({ cron: "*/2 * * * * *" });
       expect(iso(everyTwo.next(at("2030-06-01T00:00:00.500Z")))).to.equal("2030-06-01T00:00:02.000Z");

@@ -1,7 +1,7 @@
 import { Cron } from "croner";
-import type { TimerValue } from "../sources/configuredProps.js";
+import { cronOptions, type TimerValue } from "../sources/configuredProps.js";
 
-/** When a timer's ticks fall (epoch ms, whole seconds): interval ticks count from `last`, cron ticks are UTC. */
+/** When a timer's ticks fall (epoch ms, whole seconds): interval ticks count from `last`, cron ticks in its zone (UTC by default). */
 export interface TickSchedule {
   /** The first tick strictly after `after`, or +Infinity when there is none. */
   next(after: number): number;
@@ -21,7 +21,7 @@ export function tickSchedule(timer: TimerValue): TickSchedule {
     };
   }
   // One parsed pattern per timer: croner takes about half a millisecond per call, parsing included.
-  const cron = new Cron(timer.cron, { paused: true, timezone: "UTC" });
+  const cron = new Cron(timer.cron, cronOptions(timer));
   const next = (after: number) => cron.nextRun(new Date(after))?.getTime() ?? Number.POSITIVE_INFINITY;
   return {
     next,

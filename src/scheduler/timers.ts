@@ -246,5 +246,7 @@ function aggregateId(stream: string): string | undefined {
 function workflowTimer(workflow: Workflow): TimerValue | undefined {
   const trigger = workflow.trigger;
   if (trigger.type !== "timer") return undefined;
-  return "cron" in trigger ? { cron: trigger.cron } : { intervalSeconds: trigger.intervalSeconds };
+  return "cron" in trigger
+    ? { cron: trigger.cron, ...(trigger.timezone !== undefined ? { timezone: trigger.timezone } : {}) }
+    : { intervalSeconds: trigger.intervalSeconds };
 }

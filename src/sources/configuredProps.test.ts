@@ -76,7 +76,7 @@ describe("sources/configuredProps", () => {
     expect(view).to.deep.include({
       http: { endpoint_url: "http://h/e/x" },
       token: REDACTED,
-      timer: { cron: "*/5 * * * *", interval_seconds: 300 },
+      timer: { cron: "*/5 * * * *", interval_seconds: 300, timezone: "UTC" },
       count: 1,
     });
     const again = checkConfiguredProps(props, { ...view, timer: { intervalSeconds: 600 } }, sealer, rules, stored);

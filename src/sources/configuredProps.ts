@@ -9,7 +9,21 @@ export const MAX_PROP_BYTES = 64 * 1024;
 /** What a secret looks like in API answers; sending it back on PUT keeps the stored value. */
 export const REDACTED = "[redacted]";
 
-export type TimerValue = { intervalSeconds: number } | { cron: string };
+/** A cron's `timezone` is an IANA zone name; without one the cron is read in UTC. */
+export type TimerValue = { intervalSeconds: number } | { cron: string; timezone?: string };
+
+/** Whether the platform knows the IANA time zone (as Intl does: "Europe/Paris", "UTC", …). */
+function knownTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The croner options a timer's cron is read with. */
+export const cronOptions = (timer: { timezone?: string }) => ({ paused: true, timezone: timer.timezone ?? "UTC" });
 
 export interface PropRules {
   /** Smallest timer interval a source may ask for. */
@@ -29,11 +43,14 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
 
 function checkTimer(name: string, value: unknown, rules: PropRules, problems: ErrorDetail[]): TimerValue | undefined {
   if (!isPlainObject(value)) {
-    problems.push({ path: path(name), message: "must be an object with intervalSeconds (integer) or cron (string)" });
+    problems.push({
+      path: path(name),
+      message: "must be an object with intervalSeconds (integer) or cron (string, with an optional timezone)",
+    });
     return undefined;
   }
   const keys = Object.keys(value).filter((k) => value[k] !== undefined && value[k] !== null);
-  const unknown = keys.filter((k) => k !== "intervalSeconds" && k !== "cron" && k !== "interval_seconds");
+  const unknown = keys.filter((k) => k !== "intervalSeconds" && k !== "cron" && k !== "interval_seconds" && k !== "timezone");
   if (unknown.length > 0) problems.push({ path: path(name), message: `unknown timer fields: ${unknown.join(", ")}` });
   const interval = value.intervalSeconds ?? value.interval_seconds;
   const cron = value.cron;
@@ -41,14 +58,27 @@ function checkTimer(name: string, value: unknown, rules: PropRules, problems: Er
     problems.push({ path: path(name), message: "give exactly one of intervalSeconds or cron" });
     return undefined;
   }
+  const timezone = value.timezone ?? undefined;
+  if (timezone !== undefined && (cron === undefined || cron === null)) {
+    problems.push({ path: path(name, ".timezone"), message: "applies to a cron only (an interval is the same in every zone)" });
+    return undefined;
+  }
+  if (timezone !== undefined && (typeof timezone !== "string" || timezone.length > 64 || !knownTimeZone(timezone))) {
+    problems.push({
+      path: path(name, ".timezone"),
+      message: 'must be an IANA time zone name such as "Europe/Paris" or "America/New_York"',
+    });
+    return undefined;
+  }
   if (cron !== undefined && cron !== null) {
     if (typeof cron !== "string") {
       problems.push({ path: path(name, ".cron"), message: "must be a string" });
       return undefined;
     }
+    const timer = { cron, ...(timezone !== undefined ? { timezone: timezone } : {}) };
     try {
       // The shortest of several gaps: the first one alone depends on when the request comes ("0,20 * * * * *" at second 5).
-      const runs = new Cron(cron, { paused: true, timezone: "UTC" }).nextRuns(16);
+      const runs = new Cron(cron, cronOptions(timer)).nextRuns(16);
       if (runs.length < 2) throw new Error("it never fires");
       const gap = Math.min(...runs.slice(1).map((run, i) => (run.getTime() - runs[i].getTime()) / 1000));
       if (gap < rules.minTimerSeconds) {
@@ -58,7 +88,7 @@ function checkTimer(name: string, value: unknown, rules: PropRules, problems: Er
       problems.push({ path: path(name, ".cron"), message: `is not a valid cron expression: ${(error as Error).message}` });
       return undefined;
     }
-    return { cron };
+    return timer;
   }
   if (typeof interval !== "number" || !Number.isSafeInteger(interval) || interval < 1) {
     problems.push({ path: path(name, ".intervalSeconds"), message: "must be a positive integer" });
@@ -234,12 +264,12 @@ export class MissingAccountError extends Error {
 /** Seconds between a timer's fires (a cron's next two fires). */
 export function timerIntervalSeconds(timer: TimerValue): number {
   if ("intervalSeconds" in timer) return timer.intervalSeconds;
-  const runs = new Cron(timer.cron, { paused: true, timezone: "UTC" }).nextRuns(2);
+  const runs = new Cron(timer.cron, cronOptions(timer)).nextRuns(2);
   return runs.length === 2 ? Math.round((runs[1].getTime() - runs[0].getTime()) / 1000) : 0;
 }
 
 /**
- * Configured props as the API answers them: secrets redacted, timers as {cron, interval_seconds},
+ * Configured props as the API answers them: secrets redacted, timers as {cron, interval_seconds, timezone},
  * the HTTP interface as {endpoint_url}.
  */
 export function viewProps(props: readonly NormalizedProp[], stored: Record<string, unknown>, endpointUrl: string): Record<string, unknown> {
@@ -254,7 +284,11 @@ export function viewProps(props: readonly NormalizedProp[], stored: Record<strin
     if (value === undefined) continue;
     if (prop.type === "$.interface.timer") {
       const timer = value as TimerValue;
-      view[prop.name] = { cron: "cron" in timer ? timer.cron : null, interval_seconds: timerIntervalSeconds(timer) };
+      view[prop.name] = {
+        cron: "cron" in timer ? timer.cron : null,
+        interval_seconds: timerIntervalSeconds(timer),
+        timezone: "cron" in timer ? (timer.timezone ?? "UTC") : null,
+      };
       continue;
     }
     view[prop.name] = redact(value);

@@ -11,7 +11,8 @@ import { schemaValidator } from "../validation.js";
 const Trigger = Type.Object(
   {
     type: Type.Union([Type.Literal("http"), Type.Literal("timer"), Type.Literal("none")], {
-      description: "http: an endpoint URL; timer: interval_seconds or cron (UTC); none: runs only through subscriptions or by hand",
+      description:
+        "http: an endpoint URL; timer: interval_seconds or cron (read in timezone, UTC by default); none: runs only through subscriptions or by hand",
     }),
     respond: Type.Optional(
       Type.Union([Type.Literal("immediately"), Type.Literal("workflow")], {
@@ -20,6 +21,7 @@ const Trigger = Type.Object(
     ),
     interval_seconds: Type.Optional(Type.Integer({ minimum: 1 })),
     cron: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'a cron\'s IANA time zone, such as "Europe/Paris"' })),
   },
   { additionalProperties: false },
 );
@@ -110,8 +112,11 @@ export function parseDefinition(input: unknown): WorkflowDefinition {
   if (trigger.type === "timer" && (trigger.interval_seconds === undefined) === (trigger.cron === undefined)) {
     problems.push({ path: "definition.trigger", message: "a timer trigger needs exactly one of interval_seconds or cron" });
   }
-  if (trigger.type !== "timer" && (trigger.interval_seconds !== undefined || trigger.cron !== undefined)) {
-    problems.push({ path: "definition.trigger", message: "interval_seconds and cron belong to a timer trigger" });
+  if (
+    trigger.type !== "timer" &&
+    (trigger.interval_seconds !== undefined || trigger.cron !== undefined || trigger.timezone !== undefined)
+  ) {
+    problems.push({ path: "definition.trigger", message: "interval_seconds, cron and timezone belong to a timer trigger" });
   }
   if (trigger.type !== "http" && trigger.respond !== undefined) {
     problems.push({ path: "definition.trigger.respond", message: "belongs to an http trigger" });

@@ -183,13 +183,17 @@ export class WorkflowService {
         return { type: "none" };
       case "timer": {
         const { timer, problems } = checkTimerValue(
-          trigger.cron !== undefined ? { cron: trigger.cron } : { intervalSeconds: trigger.interval_seconds },
+          trigger.cron !== undefined
+            ? { cron: trigger.cron, timezone: trigger.timezone }
+            : { intervalSeconds: trigger.interval_seconds, timezone: trigger.timezone },
           this.deps.rules,
           "definition.trigger",
         );
         if (!timer) throw new DomainError("invalid_request", `${problems[0].path} ${problems[0].message}`, problems);
         if (problems.length > 0) throw new DomainError("invalid_request", `${problems[0].path} ${problems[0].message}`, problems);
-        return "cron" in timer ? { type: "timer", cron: timer.cron } : { type: "timer", intervalSeconds: timer.intervalSeconds };
+        return "cron" in timer
+          ? { type: "timer", cron: timer.cron, ...(timer.timezone !== undefined ? { timezone: timer.timezone } : {}) }
+          : { type: "timer", intervalSeconds: timer.intervalSeconds };
       }
     }
   }

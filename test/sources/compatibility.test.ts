@@ -182,7 +182,7 @@ describe("sources: published components deployed unchanged (compatibility)", fun
     expect(viaUpload.event).to.deep.include({ method: "POST", path: "/hello", body: { hi: "there" } });
 
     const interval = await deployUrl("schedule/sources/custom-interval/custom-interval.mjs");
-    expect(interval.configured_props.timer).to.deep.equal({ cron: null, interval_seconds: 900 });
+    expect(interval.configured_props.timer).to.deep.equal({ cron: null, interval_seconds: 900, timezone: null });
     await run(interval.id);
     expect((await defaultEvents(interval.id))[0].event).to.have.property("fired_at");
   });

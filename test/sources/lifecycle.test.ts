@@ -129,12 +129,32 @@ describe("sources: deploy and lifecycle (real server)", function () {
     expect((await admin.get("/v1/users/me/sources")).body.page_info.total_count).to.equal(before);
   });
 
-  it("timer props are returned as {cron, interval_seconds}", async () => {
+  it("timer props are returned as {cron, interval_seconds, timezone}; a cron may name its IANA time zone", async () => {
     const r = await admin.post("/v1/sources", { key: "schedule-cron", configured_props: { timer: { cron: "*/5 * * * *" } } });
     expect(r.status, JSON.stringify(r.body)).to.equal(200);
-    expect(r.body.data.configured_props.timer).to.deep.equal({ cron: "*/5 * * * *", interval_seconds: 300 });
+    expect(r.body.data.configured_props.timer).to.deep.equal({ cron: "*/5 * * * *", interval_seconds: 300, timezone: "UTC" });
     const i = await admin.post("/v1/sources", { key: "schedule-every-interval" });
-    expect(i.body.data.configured_props.timer).to.deep.equal({ cron: null, interval_seconds: 900 });
+    expect(i.body.data.configured_props.timer).to.deep.equal({ cron: null, interval_seconds: 900, timezone: null });
+    const zoned = await admin.post("/v1/sources", {
+      key: "schedule-cron",
+      configured_props: { timer: { cron: "0 9 * * 1-5", timezone: "Europe/Paris" } },
+    });
+    expect(zoned.status, JSON.stringify(zoned.body)).to.equal(200);
+    expect(zoned.body.data.configured_props.timer).to.deep.include({ cron: "0 9 * * 1-5", timezone: "Europe/Paris" });
+    const moved = await admin.put(`/v1/sources/${zoned.body.data.id}`, {
+      configured_props: { timer: { cron: "0 9 * * 1-5", timezone: "Asia/Tokyo" } },
+    });
+    expect(moved.status, JSON.stringify(moved.body)).to.equal(200);
+    expect((await admin.get(`/v1/sources/${zoned.body.data.id}`)).body.data.configured_props.timer.timezone).to.equal("Asia/Tokyo");
+    for (const [timer, where] of [
+      [{ cron: "0 9 * * *", timezone: "Mars/Olympus_Mons" }, "configured_props.timer.timezone"],
+      [{ cron: "0 9 * * *", timezone: 5 }, "configured_props.timer.timezone"],
+      [{ intervalSeconds: 900, timezone: "Europe/Paris" }, "configured_props.timer.timezone"],
+    ] as const) {
+      const bad = await admin.post("/v1/sources", { key: "schedule-cron", configured_props: { timer } });
+      expect(bad.status, JSON.stringify(timer)).to.equal(400);
+      expect(bad.body.details[0].path, JSON.stringify(timer)).to.equal(where);
+    }
   });
 
   it("a hook that throws fails the request with a 400 carrying its message, and leaves nothing", async () => {

@@ -43,7 +43,7 @@ describe("timers (real server)", function () {
   after(() => Promise.all([server.stop(), strict.stop()]));
 
   it("an interval timer's event {timestamp, interval_seconds} reaches run, once per interval", async () => {
-    expect(interval.configured_props.timer).to.deep.equal({ cron: null, interval_seconds: 1 });
+    expect(interval.configured_props.timer).to.deep.equal({ cron: null, interval_seconds: 1, timezone: null });
     const list = await eventually("4 timer events", async () => {
       const got = await events(admin, interval.id);
       return got.length >= 4 ? got : undefined;

@@ -331,6 +331,24 @@ steps:
     expect((await admin.delete(`/v1/workflows/${workflow.id}`)).status).to.equal(204);
   });
 
+  it("a cron trigger may name its IANA time zone (UTC when none is given); an unknown zone is refused", async () => {
+    const step = [{ name: "tick", code: "async (steps, $) => {}" }];
+    const zoned = await deployWorkflow(admin, {
+      name: "Zoned",
+      trigger: { type: "timer", cron: "0 9 * * *", timezone: "Europe/Paris" },
+      steps: step,
+    });
+    expect(zoned.trigger).to.deep.equal({ type: "timer", cron: "0 9 * * *", timezone: "Europe/Paris" });
+    const utc = await deployWorkflow(admin, { name: "Utc", trigger: { type: "timer", cron: "0 9 * * *" }, steps: step });
+    expect(utc.trigger).to.deep.equal({ type: "timer", cron: "0 9 * * *", timezone: "UTC" });
+    const bad = await admin.post("/v1/workflows", {
+      definition: { name: "Bad zone", trigger: { type: "timer", cron: "0 9 * * *", timezone: "Nowhere/Land" }, steps: step },
+    });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.error).to.match(/timezone must be an IANA time zone name/);
+    for (const id of [zoned.id, utc.id]) expect((await admin.delete(`/v1/workflows/${id}`)).status).to.equal(204);
+  });
+
   it("deploying the same key again is a new version of the same workflow, keeping its endpoint", async () => {
     const v1 = await deployWorkflow(
       admin,

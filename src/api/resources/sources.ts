@@ -16,7 +16,7 @@ export const Source = Type.Object(
     user_id: Type.Optional(Type.String({ description: "who deployed it (create responses)" })),
     component_id: Type.String(),
     configured_props: Type.Record(Type.String(), Type.Unknown(), {
-      description: "secrets redacted; timers as {cron, interval_seconds}; http as {endpoint_url}",
+      description: "secrets redacted; timers as {cron, interval_seconds, timezone}; http as {endpoint_url}",
     }),
     active: Type.Boolean(),
     created_at: Type.Integer(),

@@ -36,6 +36,7 @@ export const Workflow = Type.Object(
       endpoint_url: Type.Optional(Type.String()),
       interval_seconds: Type.Optional(Type.Integer()),
       cron: Type.Optional(Type.String()),
+      timezone: Type.Optional(Type.String({ description: "a cron's time zone (UTC when none was given)" })),
     }),
     steps: Type.Array(Step),
     error_workflow: Type.Boolean({ description: "receives the errors of the owner's other workflows" }),
@@ -113,7 +114,12 @@ export function workflowView(deps: Pick<ApiDeps, "components" | "endpointUrl">, 
             ...(workflow.endpointId ? { endpoint_url: deps.endpointUrl(workflow.endpointId) } : {}),
           }
         : trigger.type === "timer"
-          ? { type: "timer" as const, ...("cron" in trigger ? { cron: trigger.cron } : { interval_seconds: trigger.intervalSeconds }) }
+          ? {
+              type: "timer" as const,
+              ...("cron" in trigger
+                ? { cron: trigger.cron, timezone: trigger.timezone ?? "UTC" }
+                : { interval_seconds: trigger.intervalSeconds }),
+            }
           : { type: "none" as const },
     steps: workflow.steps.map((step) => {
       const secret = new Set(

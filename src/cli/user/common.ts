@@ -123,8 +123,12 @@ export function propsForUpdate(view: Record<string, unknown>): Record<string, un
     const v = value as Record<string, unknown> | null;
     if (v && typeof v === "object" && !Array.isArray(v)) {
       if ("endpoint_url" in v && Object.keys(v).length === 1) continue; // the HTTP interface: nothing to configure
-      if ("interval_seconds" in v && "cron" in v && Object.keys(v).length === 2) {
-        props[name] = typeof v.cron === "string" ? { cron: v.cron } : { intervalSeconds: v.interval_seconds };
+      const keys = Object.keys(v).filter((k) => k !== "timezone");
+      if ("interval_seconds" in v && "cron" in v && keys.length === 2) {
+        props[name] =
+          typeof v.cron === "string"
+            ? { cron: v.cron, ...(typeof v.timezone === "string" ? { timezone: v.timezone } : {}) }
+            : { intervalSeconds: v.interval_seconds };
         continue;
       }
     }

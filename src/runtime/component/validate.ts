@@ -222,6 +222,7 @@ function checkDefault(type: string, value: unknown): string | undefined {
     if (interval !== undefined && !(Number.isInteger(interval) && (interval as number) > 0))
       return "intervalSeconds must be a positive integer";
     if (cron !== undefined && typeof cron !== "string") return "cron must be a string";
+    if (value["timezone"] !== undefined && typeof value["timezone"] !== "string") return "timezone must be a string";
     return undefined;
   }
   if (base === "string" || base === "integer" || base === "boolean")

@@ -10,7 +10,7 @@ import { StreamTabs, describeItem, logText } from "./streams.js";
 let current;
 
 const EXAMPLE = `name: Greeter
-trigger: http            # http (an endpoint URL), timer (interval_seconds or cron), or none
+trigger: http            # http (an endpoint URL), timer (interval_seconds, or cron and an optional timezone), or none
 steps:
   - name: greet          # later steps read steps.greet.$return_value
     code: |
@@ -23,7 +23,8 @@ steps:
 
 function triggerText(trigger) {
   if (trigger.type === "http") return trigger.respond === "workflow" ? "HTTP (a step answers)" : "HTTP";
-  if (trigger.type === "timer") return trigger.cron ? `timer: cron ${trigger.cron} (UTC)` : `timer: every ${trigger.interval_seconds} s`;
+  if (trigger.type === "timer")
+    return trigger.cron ? `timer: cron ${trigger.cron} (${trigger.timezone ?? "UTC"})` : `timer: every ${trigger.interval_seconds} s`;
   return "none (subscriptions, or by hand)";
 }
 

@@ -17,7 +17,7 @@ interface WorkflowView {
   name: string;
   version: number;
   deployment_id: string;
-  trigger: { type: string; endpoint_url?: string; interval_seconds?: number; cron?: string; respond?: string };
+  trigger: { type: string; endpoint_url?: string; interval_seconds?: number; cron?: string; timezone?: string; respond?: string };
   steps: { name: string; cell_id: string; component_id: string }[];
   active: boolean;
   error_workflow: boolean;
@@ -106,7 +106,9 @@ export function workflowCommands(program: Command): void {
           w.trigger.type === "http"
             ? (w.trigger.endpoint_url ?? "http")
             : w.trigger.type === "timer"
-              ? (w.trigger.cron ?? `every ${w.trigger.interval_seconds} s`)
+              ? w.trigger.cron
+                ? `${w.trigger.cron} (${w.trigger.timezone ?? "UTC"})`
+                : `every ${w.trigger.interval_seconds} s`
               : "none",
           w.steps.map((s) => s.name).join(" → "),
           when(w.updated_at),

@@ -60,6 +60,7 @@ import { DELIVERIES_TOPIC, DELIVERY_PARTITIONS } from "./delivery/messages.js";
 import { routedUpTo } from "./delivery/router.js";
 import { Destinations } from "./destinations/destinations.js";
 import { ManualActionRuns, runAction } from "./components/actionRunner.js";
+import { OPTIONS_TIMEOUT_MS, PropOptions } from "./components/propOptions.js";
 import { actionProps } from "./components/actionProps.js";
 import { WorkflowsReadModel } from "./readModels/workflows.js";
 import { WorkflowService } from "./workflows/service.js";
@@ -369,6 +370,15 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     deliveries: resends,
     destinations,
     actionRuns,
+    propOptions: new PropOptions({
+      runtime,
+      sealer,
+      accounts: connectedAccounts,
+      clock,
+      admission,
+      appendRunLog: (logged) => runLogStore.append(logged),
+      timeoutMs: Math.min(OPTIONS_TIMEOUT_MS, runTimeoutMs),
+    }),
     streamTokens: new StreamTokens(sealer.derive("stream-tokens"), clock, (keyId) => accountsView.keyActive(keyId)),
     publicUrl: () => publicUrl,
     endpointUrl,

@@ -23,6 +23,7 @@ import type { DeliveriesReadModel } from "../readModels/deliveries.js";
 import type { Resends } from "../delivery/resend.js";
 import type { Destinations } from "../destinations/destinations.js";
 import type { ManualActionRuns } from "../components/actionRunner.js";
+import type { PropOptions } from "../components/propOptions.js";
 import type { WorkflowService } from "../workflows/service.js";
 import type { WorkflowsReadModel } from "../readModels/workflows.js";
 import type { WorkflowRunQueue } from "../workflows/runner.js";
@@ -82,6 +83,8 @@ export interface ApiDeps {
   readonly destinations: Destinations;
   /** Actions run by hand (POST /components/{id}/run), in this node's sandbox as hooks are. */
   readonly actionRuns: ManualActionRuns;
+  /** Props' options for a component being configured (POST /components/{key_or_id}/props/{prop}/options). */
+  readonly propOptions: PropOptions;
   /** Single-use tokens that open one source's SSE stream without the Authorization header (browsers). */
   readonly streamTokens: StreamTokens;
   /** Base URL of this node's public address, without /v1. */

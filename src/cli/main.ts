@@ -21,6 +21,7 @@ import { listCommands } from "./user/commands/list.js";
 import { eventCommands } from "./user/commands/events.js";
 import { routingCommands } from "./user/commands/routing.js";
 import { actionCommands } from "./user/commands/actions.js";
+import { optionsCommands } from "./user/commands/options.js";
 import { workflowCommands } from "./user/commands/workflows.js";
 import { connectedAccountCommands } from "./accounts.js";
 
@@ -54,6 +55,7 @@ export function buildProgram(): Command {
   eventCommands(program);
   routingCommands(program);
   actionCommands(program);
+  optionsCommands(program);
   workflowCommands(program);
   connectedAccountCommands(program);
 

@@ -61,8 +61,8 @@ export async function actionProps(
   return check(deps, props, configured, context);
 }
 
-/** The shared checks (and the connected accounts app props bind), with the caller's paths; the values opened. */
-async function check(
+/** The shared checks (and the connected accounts app props bind), with the caller's paths; the values opened. Prop options use them too. */
+export async function check(
   deps: ActionPropsDeps,
   props: readonly NormalizedProp[],
   configured: Record<string, unknown>,

@@ -56,6 +56,8 @@ export interface ConfigurableProp {
   options?: PropOption[];
   /** $.interface.http: the run answers the request (http.respond) rather than the platform at once. */
   customResponse?: boolean;
+  /** The options come from the prop's options() method (listed through the prop options endpoint). */
+  remoteOptions?: boolean;
 }
 
 export interface ComponentMeta {
@@ -92,8 +94,12 @@ export interface PreparedComponent {
   readonly moduleFormat: "esm" | "cjs";
 }
 
-/** "additionalProps" (actions): calls the component's additionalProps() and returns the props it describes. */
-export type InvocationMethod = "run" | "deploy" | "activate" | "deactivate" | "additionalProps";
+/**
+ * "additionalProps" (actions): calls the component's additionalProps() and returns the props it
+ * describes. "options": one page of a prop's options; the event is {prop, page, prevContext} and
+ * the return value {options, context}.
+ */
+export type InvocationMethod = "run" | "deploy" | "activate" | "deactivate" | "additionalProps" | "options";
 
 export interface HttpEvent {
   method: string;

@@ -463,6 +463,53 @@ describe("user CLI (real binary, real server)", function () {
     });
   });
 
+  describe("prop options", () => {
+    it("options lists a prop's choices: a static list, a page, every page with --all, props given so far; exit 4 for an unknown prop", async () => {
+      const saved = await server.client().post("/v1/components", {
+        component_code: `export default {
+          key: "cli-options", name: "CLI options", version: "0.1.0",
+          props: {
+            region: { type: "string", options: ["eu", { label: "United States", value: "us" }] },
+            letter: { type: "string", async options({ page }) { return [["a", "b"], ["c"]][page] ?? []; } },
+            item: {
+              type: "string",
+              async options({ prevContext }) {
+                const n = prevContext?.nextPageToken ?? 0;
+                return { options: [{ label: this.region + " item " + n, value: n }], context: n < 2 ? { nextPageToken: n + 1 } : {} };
+              },
+            },
+          },
+          async run() {},
+        };`,
+      });
+      expect(saved.status, JSON.stringify(saved.body)).to.equal(200);
+      const table = hw("options", "cli-options", "region");
+      expect(table.status, table.stderr).to.equal(0);
+      expect(table.stdout).to.match(/LABEL\s+VALUE/);
+      expect(table.stdout).to.match(/United States\s+"?us"?/);
+      const first = hw("options", "cli-options", "letter", "--json");
+      expect(first.json).to.deep.equal({
+        options: [
+          { label: "a", value: "a" },
+          { label: "b", value: "b" },
+        ],
+        context: null,
+      });
+      expect(hw("options", "cli-options", "letter", "--page", "1", "--json").json.options).to.deep.equal([{ label: "c", value: "c" }]);
+      const letters = hw("options", "cli-options", "letter", "--all", "--json");
+      expect(letters.json.options.map((o: { value: string }) => o.value)).to.deep.equal(["a", "b", "c"]);
+      const items = hw("options", "cli-options", "item", "--all", "--prop", "region=eu", "--json");
+      expect(items.status, items.stderr).to.equal(0);
+      expect(items.json.options.map((o: { label: string }) => o.label)).to.deep.equal(["eu item 0", "eu item 1", "eu item 2"]);
+      const onePage = hw("options", "cli-options", "item", "--prop", "region=us");
+      expect(onePage.stdout).to.include("us item 0");
+      expect(onePage.stderr).to.include(`--prev-context '{"nextPageToken":1}'`);
+      const unknown = hw("options", "cli-options", "nope");
+      expect(unknown.status).to.equal(4);
+      expect(hw("options", "cli-options", "letter", "--page", "x").status).to.equal(2);
+    });
+  });
+
   describe("workflows", () => {
     it("workflow deploy uploads step files with their relative imports, prints JSON; a second deploy is a new version; run, list, delete", () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hw-workflow-"));

@@ -20,6 +20,9 @@ export const ConfigurableProp = Type.Object(
     max: Type.Optional(Type.Integer()),
     options: Type.Optional(Type.Array(Type.Unknown())),
     customResponse: Type.Optional(Type.Boolean({ description: "$.interface.http: the run answers each request (http.respond)" })),
+    remoteOptions: Type.Optional(
+      Type.Boolean({ description: "options come from the prop's options() method: POST /components/{key_or_id}/props/{prop}/options" }),
+    ),
   },
   { $id: "ConfigurableProp", additionalProperties: true },
 );
@@ -149,7 +152,9 @@ function usableComponent(
   return (visible(namespace) ? deps.catalog.byKey(namespace, keyOrId) : undefined) ?? deps.catalog.byKey(REGISTRY_OWNER, keyOrId);
 }
 
-export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "components" | "projector" | "actionRuns">): Route[] {
+export function componentRoutes(
+  deps: Pick<ApiDeps, "access" | "catalog" | "components" | "projector" | "actionRuns" | "propOptions">,
+): Route[] {
   return [
     route({
       method: "POST",
@@ -210,6 +215,55 @@ export function componentRoutes(deps: Pick<ApiDeps, "access" | "catalog" | "comp
         }
         if (!component) throw notFound("component");
         return { body: { data: componentView(component) } };
+      },
+    }),
+    route({
+      method: "POST",
+      path: "/components/{key_or_id}/props/{prop}/options",
+      operationId: "listPropOptions",
+      summary:
+        "One page of a prop's options: its static list, or what its options() method returns for the props configured so far (extension)",
+      tag: "components",
+      params: {
+        key_or_id: Type.String({ maxLength: 200, description: "sc_ id, a key of yours (org_id: of the org), or a registry key" }),
+        prop: Type.String({ maxLength: 200 }),
+      },
+      body: {
+        configured_props: Type.Optional(
+          Type.Record(Type.String(), Type.Unknown(), {
+            description: "values of the props configured so far (an app prop: a connected account, which options() reads through $auth)",
+          }),
+        ),
+        page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: "0-indexed page, passed to options({ page })" })),
+        prev_context: Type.Optional(
+          Type.Unknown({ description: "the context of the previous page's answer, passed to options({ prevContext })" }),
+        ),
+      },
+      errors: ["not_found", "hook_failed", "run_timeout", "quota_exceeded", "backlog_full"],
+      response: {
+        description: "the options, and the context to ask for the next page with (null when there is none)",
+        schema: Data(
+          Type.Object({
+            options: Type.Array(Type.Object({ label: Type.String(), value: Type.Unknown() })),
+            context: Type.Unknown({ description: "e.g. {nextPageToken}; null when options() gave none" }),
+          }),
+        ),
+      },
+      async handle({ caller, params, body, query }) {
+        const orgId = body.org_id ?? query.org_id;
+        const ownerId = deps.access.ownerForCreate(caller, orgId);
+        const component = usableComponent(deps, caller, params.key_or_id, orgId);
+        if (!component) throw notFound("component");
+        const page = await deps.propOptions.page({
+          component,
+          prop: params.prop,
+          configured: body.configured_props ?? {},
+          page: body.page ?? 0,
+          prevContext: body.prev_context ?? null,
+          ownerId,
+          userId: caller.userId,
+        });
+        return { body: { data: page } };
       },
     }),
     route({

@@ -39,7 +39,7 @@ import { clearTmp } from "./tmpStore.js";
 import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_NAME_CHARS, MAX_ERROR_STACK_CHARS, MAX_EXIT_REASON_CHARS } from "../rules.js";
 
 export interface InvokePayload {
-  method: "run" | "deploy" | "activate" | "deactivate" | "additionalProps";
+  method: "run" | "deploy" | "activate" | "deactivate" | "additionalProps" | "options";
   props: AnyRecord;
   event?: unknown;
   http?: { endpoint?: string; customResponse?: boolean };
@@ -232,6 +232,45 @@ function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, isAc
   return instance;
 }
 
+/**
+ * One page of a prop's options (`request`: {prop, page, prevContext}): its `options` method called
+ * as Pipedream does, with {page, prevContext} and, for a propDefinition, the inputValues it gives
+ * (an object, or a function of the configured props); `this` is the app the definition comes from
+ * (its $auth from the component's prop of that app), else the component's instance. A static list
+ * is answered as is. The answer is {options, context}: an array returned is the whole answer.
+ */
+async function propOptions(component: AnyRecord, instance: AnyRecord, request: unknown): Promise<unknown> {
+  const r = isRecord(request) ? request : {};
+  const props = componentProps(component);
+  let found: (typeof props)[number][1] | undefined;
+  for (let i = 0; i < props.length; i++) if (props[i][0] === r["prop"]) found = props[i][1];
+  if (found === undefined) throw new TypeError(`the component has no prop ${String(r["prop"])}`);
+  const options = found.def["options"];
+  if (typeof options !== "function") return { options: ArrayIsArray(options) ? options : [], context: null };
+  let self: AnyRecord = instance;
+  let inputValues: AnyRecord = {};
+  const pd = found.propDefinition;
+  if (pd?.appIsApp) {
+    // The component's own prop holding that app (its $auth configured), else the bare app.
+    let app: AnyRecord | undefined;
+    for (let i = 0; i < props.length; i++)
+      if (props[i][1].raw === pd.app && isRecord(instance[props[i][0]])) app = instance[props[i][0]] as AnyRecord;
+    self = app ?? makeApp(pd.app as AnyRecord, undefined);
+    const raw = isRecord(found.raw) ? found.raw["propDefinition"] : undefined;
+    const given: unknown = ArrayIsArray(raw) ? raw[2] : undefined;
+    const values = typeof given === "function" ? await awaitable(ReflectApply(given as Fn, instance, [instance])) : given;
+    if (isRecord(values)) inputValues = values;
+  }
+  const args: AnyRecord = { ...inputValues };
+  defineValue(args, "page", typeof r["page"] === "number" ? r["page"] : 0);
+  defineValue(args, "prevContext", r["prevContext"] ?? {});
+  const returned = await awaitable(ReflectApply(options as Fn, self, [args]));
+  if (ArrayIsArray(returned)) return { options: returned, context: null };
+  if (isRecord(returned) && ArrayIsArray(returned["options"]))
+    return { options: returned["options"], context: returned["context"] ?? null };
+  throw new TypeError("options() must return an array of options, or { options, context }");
+}
+
 function defaultRun(this: AnyRecord, event: unknown): void {
   emit(event, {});
 }
@@ -328,6 +367,8 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
         const fn = typeof component["run"] === "function" ? (component["run"] as Fn) : defaultRun;
         await awaitable(ReflectApply(fn, instance, [p.event]));
       }
+    } else if (p.method === "options") {
+      returned = await propOptions(component, instance, p.event);
     } else if (p.method === "additionalProps") {
       const fn = component["additionalProps"];
       // Pipedream passes the component's own prop definitions; what comes back is described like props.
@@ -348,8 +389,13 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
   clearTmp();
   let returnJson: string | undefined;
   let exportsJson: string | undefined;
-  if (error === undefined && exited === undefined && ((isAction && p.method === "run") || p.method === "additionalProps")) {
-    const r = valueJson(returned, p.method === "run" ? "the return value" : "the props additionalProps() returned", p.limits.maxEmitBytes);
+  if (
+    error === undefined &&
+    exited === undefined &&
+    ((isAction && p.method === "run") || p.method === "additionalProps" || p.method === "options")
+  ) {
+    const what = p.method === "run" ? "the return value" : p.method === "options" ? "the options" : "the props additionalProps() returned";
+    const r = valueJson(returned, what, p.limits.maxEmitBytes);
     returnJson = r.json;
     error = r.error;
   }

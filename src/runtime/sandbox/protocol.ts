@@ -140,7 +140,7 @@ export const ERROR_CODES = new Set([
   "RUNTIME_CLOSED",
 ]);
 
-const METHODS = new Set(["run", "deploy", "activate", "deactivate", "additionalProps"]);
+const METHODS = new Set(["run", "deploy", "activate", "deactivate", "additionalProps", "options"]);
 const LOG_LEVELS = new Set(["log", "info", "warn", "error", "debug", "system"]);
 /** Longest name, message and stack of an InvocationError crossing the process boundary. */
 const MAX_ERROR_FIELD = 16 * 1024;

@@ -95,7 +95,7 @@ const WORKER_PATH = fileURLToPath(new URL("./worker.js", import.meta.url));
  * "The runner children's V8 flags").
  */
 const RUNNER_V8_FLAGS: readonly string[] = ["--memory-reducer-single-gc"];
-const VALID_METHODS = new Set(["run", "deploy", "activate", "deactivate", "additionalProps"]);
+const VALID_METHODS = new Set(["run", "deploy", "activate", "deactivate", "additionalProps", "options"]);
 /** Malformed messages from one child within this window after which it is killed and replaced. */
 const BAD_MESSAGE_WINDOW_MS = 60_000;
 const MAX_BAD_MESSAGES = 3;

@@ -56,6 +56,26 @@ steps:
       }
 `;
 
+/** A source whose props offer options: a static list, a remote list paged by context, a remote list that fails. */
+const CHOICES = `export default {
+  name: "Choices",
+  version: "0.1.0",
+  props: {
+    region: { type: "string", optional: true },
+    size: { type: "string", options: [{ label: "Small", value: "small" }, { label: "Large", value: "large" }] },
+    item: {
+      type: "integer",
+      async options({ prevContext }) {
+        const from = prevContext?.next ?? 0;
+        const items = [from, from + 1].filter((n) => n < 3);
+        return { options: items.map((n) => ({ label: this.region + " item " + n, value: n })), context: from + 2 < 3 ? { next: from + 2 } : {} };
+      },
+    },
+    broken: { type: "string", optional: true, async options() { throw new Error("no list today"); } },
+  },
+  async run() {},
+};`;
+
 /** A source whose component has an app prop: it binds a connected account. */
 const APP_SOURCE = `export default {
   name: "Acme contacts",
@@ -543,5 +563,43 @@ describe("web dashboard (headless Chromium, real server)", function () {
       { timeout: 10_000 },
     );
     expect(pageErrors).to.deep.equal([]);
+  });
+
+  it("lists the props that offer options and writes a choice into the configured props, a remote list page by page", async () => {
+    await page.goto(`${server.url}/#/deploy`);
+    await page.waitForSelector("#view-deploy:not([hidden])");
+    await page.$eval("#deploy-name", (el) => ((el as any).value = ""));
+    await page.$eval("#deploy-code", (el, code) => ((el as any).value = code), CHOICES);
+    await page.$eval("#deploy-props", (el) => ((el as any).value = '{"region": "eu"}'));
+    await page.click("#deploy-choices-button");
+    // A static list is there at once.
+    await page.waitForFunction(() => document.querySelectorAll("#deploy-choice-size option").length === 3);
+    await page.select("#deploy-choice-size", "1");
+    await page.waitForFunction(() => JSON.parse((document.querySelector("#deploy-props")).value).size === "large");
+    // A remote list is loaded with the props typed so far, then its next page.
+    await page.click("#deploy-choices .choice:nth-child(2) button");
+    await page.waitForFunction(() => document.querySelectorAll("#deploy-choice-item option").length === 3);
+    expect(await page.$$eval("#deploy-choice-item option", (els) => els.map((e) => (e as any).textContent))).to.deep.equal([
+      "—",
+      "eu item 0",
+      "eu item 1",
+    ]);
+    const more = await page.$$("#deploy-choices .choice:nth-child(2) button:not([hidden])");
+    await more[more.length - 1].click();
+    await page.waitForFunction(() => document.querySelectorAll("#deploy-choice-item option").length === 4);
+    await page.select("#deploy-choice-item", "2");
+    await page.waitForFunction(() => JSON.parse((document.querySelector("#deploy-props")).value).item === 2);
+    expect(JSON.parse(await page.$eval("#deploy-props", (el) => (el as any).value))).to.deep.equal({
+      region: "eu",
+      size: "large",
+      item: 2,
+    });
+    // A failing options() shows its message in place.
+    await page.click("#deploy-choices .choice:nth-child(3) button");
+    await page.waitForFunction(() =>
+      (document.querySelector("#deploy-choices .choice:nth-child(3) .error")?.textContent ?? "").includes("no list today"),
+    );
+    await page.click("#deploy-form button[type=submit]");
+    await page.waitForFunction(() => (document.querySelector("#deploy-result")?.textContent ?? "").startsWith("Deployed"));
   });
 });

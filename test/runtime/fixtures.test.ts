@@ -69,7 +69,7 @@ describe("runtime: component fixture corpus", function () {
     expect(prepared.meta.type).to.equal("action");
     expect(prepared.configurableProps).to.deep.equal([
       { name: "notes", type: "app", app: "notes" },
-      { name: "folder", type: "string", label: "Folder" },
+      { name: "folder", type: "string", label: "Folder", remoteOptions: true },
       { name: "payload", type: "any", label: "Payload" },
       { name: "count", type: "integer", default: 1, optional: true },
       { name: "db", type: "$.service.db" },

@@ -36,6 +36,8 @@ export function requestIds(base: Logger = log) {
     ctx.state.requestId = id;
     ctx.state.logBase = base;
     ctx.set("X-Request-Id", id);
+    // No answer is ever sniffed into a page: JSON echoing event data stays JSON in a browser.
+    ctx.set("X-Content-Type-Options", "nosniff");
     await next();
   };
 }

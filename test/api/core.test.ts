@@ -39,6 +39,16 @@ describe("API conventions (real server)", function () {
       expect(r.body).to.deep.equal({ error: "the API key is unknown or revoked", code: "unauthorized" });
     });
 
+    it("marks every API answer nosniff, errors and unmatched paths included, so no JSON is ever read as a page", async () => {
+      const answers = [
+        await server.anonymous().get("/v1/users/me"),
+        await admin.get("/v1/users/me"),
+        await admin.get("/v1/no-such-route%3Cscript%3E"),
+        await server.anonymous().get("/dashboard/no-such-file.js"),
+      ];
+      for (const r of answers) expect(r.headers.get("x-content-type-options"), String(r.status)).to.equal("nosniff");
+    });
+
     it("a key created by the operator CLI works at once, and a revoked one stops working", async () => {
       const created = server.cli("admin", "user", "create", "--username", "cli-user", "--email", "cli@example.com");
       expect(created.status, created.stderr).to.equal(0);

@@ -7,6 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Context, Next } from "koa";
+import { DomainError } from "../../commands/decider.js";
 
 /** dist/src/api → the sources' src/ui/static (plain files, not compiled). */
 export const DASHBOARD_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "src", "ui", "static");
@@ -71,6 +72,10 @@ export function dashboard(dir: string = DASHBOARD_DIR) {
         : /^\/dashboard\/(.+)$/.exec(ctx.path)?.[1];
     const file = name === undefined ? undefined : files.get(name);
     if (!file || (ctx.method !== "GET" && ctx.method !== "HEAD")) {
+      // A mistyped dashboard address is missing, not a question of keys.
+      if (name !== undefined && (ctx.method === "GET" || ctx.method === "HEAD")) {
+        throw new DomainError("not_found", `the dashboard has no file ${JSON.stringify(name).slice(0, 100)}`);
+      }
       await next();
       return;
     }

@@ -49,6 +49,13 @@ describe("API conventions (real server)", function () {
       for (const r of answers) expect(r.headers.get("x-content-type-options"), String(r.status)).to.equal("nosniff");
     });
 
+    it("answers 404, not 401, for a dashboard file that does not exist", async () => {
+      const r = await server.anonymous().get("/dashboard/no-such-file.js");
+      expect(r.status).to.equal(404);
+      expect(r.body).to.include({ code: "not_found" });
+      expect((await server.anonymous().get("/dashboard/app.js")).status).to.equal(200);
+    });
+
     it("a key created by the operator CLI works at once, and a revoked one stops working", async () => {
       const created = server.cli("admin", "user", "create", "--username", "cli-user", "--email", "cli@example.com");
       expect(created.status, created.stderr).to.equal(0);

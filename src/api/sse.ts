@@ -155,6 +155,20 @@ export class SseHub {
         if (!clients) continue;
         this.#byEmitter.delete(id);
         for (const client of clients) this.#end(client.res, event.type === "WorkflowDeleted" ? WORKFLOW_END_FRAME : END_FRAME);
+      } else if (event.type === "ApiKeyRevoked") {
+        // At once, not at the next beat: nothing emitted after the revocation reaches its streams.
+        this.#endRevoked();
+      }
+    }
+  }
+
+  /** Ends every stream whose caller may no longer read it (its key revoked, its source out of sight). */
+  #endRevoked(): void {
+    for (const clients of [...this.#byEmitter.values()]) {
+      for (const client of [...clients]) {
+        if (this.#gone(client) || client.allowed()) continue;
+        this.#remove(client);
+        client.res.end(REVOKED_FRAME);
       }
     }
   }
@@ -186,7 +200,8 @@ export class SseHub {
     for (const clients of this.#byEmitter.values()) {
       for (const client of clients) {
         if (this.#gone(client)) continue;
-        // A stream outlives its request's authentication: a revoked key ends it at the next beat.
+        // A stream outlives its request's authentication: checked at every beat too (a revoked key
+        // ends its streams at once, when the revocation is projected; see #publish).
         if (!client.allowed()) {
           this.#remove(client);
           client.res.end(REVOKED_FRAME);

@@ -540,6 +540,34 @@ describe("source SSE stream (real server, real EventSource)", function () {
         await raw.close();
       }
     });
+    it("ends at once when its key is revoked, not at the next heartbeat: nothing emitted after reaches it", async () => {
+      // Heartbeat 60 s on this server: only the revocation itself can end the stream within the test.
+      const slowBeat = new TestServer({ bootstrapKey: server.bootstrapKey, env: { HEADWATER_SSE_HEARTBEAT_MS: "60000" } });
+      await slowBeat.start();
+      try {
+        const client = slowBeat.client();
+        const r = await client.post("/v1/sources", { component_code: FIXTURE, name: "revoked-stream" });
+        expect(r.status, JSON.stringify(r.body)).to.equal(200);
+        const endpoint = r.body.data.configured_props.http.endpoint_url as string;
+        const key = (await client.post("/v1/users/me/api_keys", { name: "leaked" })).body.data;
+        const raw = await rawStream(`${slowBeat.url}/sources/${r.body.data.id}/sse`, key.api_key);
+        try {
+          await until("the stream to open", () => raw.lines.some((l) => l.line.startsWith(": connected")) || undefined);
+          await post(endpoint, { n: 1 });
+          await until("the event before the revocation", () => raw.lines.some((l) => l.line.includes('"n":1')) || undefined);
+          expect((await client.delete(`/v1/users/me/api_keys/${key.id}`)).status).to.equal(204);
+          await post(endpoint, { n: 2 });
+          await until("the stream to end", () => raw.ended || undefined, 5_000);
+          const text = raw.lines.map((l) => l.line).join("\n");
+          expect(text).to.include('event: end\ndata: {"reason":"access revoked"}');
+          expect(text, "an event emitted after the revocation").not.to.include('"n":2');
+        } finally {
+          await raw.close();
+        }
+      } finally {
+        await slowBeat.stop();
+      }
+    });
   });
 
   describe("channels", () => {

@@ -597,6 +597,30 @@ ${extra}`,
       expect(JSON.parse(byId.stderr).code).to.equal("not_found");
     });
 
+    it("a name shared by several sources is refused (exit 2, naming them), never one of them at random", async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const r = await server.client().post("/v1/sources", { key: "http-new-requests", name: "Twin hook" });
+        expect(r.status, JSON.stringify(r.body)).to.equal(200);
+        ids.push(r.body.data.id);
+      }
+      const auth = ["--api-url", server.url, "--api-key", server.bootstrapKey];
+      const r = hw("delete", "Twin hook", "-y", ...auth);
+      expect(r.status, r.stderr).to.equal(2);
+      expect(oneLine(r)).to.match(/^error: 2 sources are named "Twin hook": /);
+      for (const id of ids) expect(r.stderr).to.include(id);
+      for (const id of ids) expect((await server.client().get(`/v1/sources/${id}`)).status, `${id} kept`).to.equal(200);
+      const json = hw("pause", "Twin hook", "--json", ...auth);
+      expect(json.status).to.equal(2);
+      expect(JSON.parse(json.stderr).code).to.equal("usage");
+      // A name_slug is unique: it still names exactly one of them.
+      const slug = (await server.client().get(`/v1/sources/${ids[1]}`)).body.data.name_slug as string;
+      const paused = hw("pause", slug, "--json", ...auth);
+      expect(paused.status, paused.stderr).to.equal(0);
+      expect((await server.client().get(`/v1/sources/${ids[1]}`)).body.data.active).to.equal(false);
+      expect((await server.client().get(`/v1/sources/${ids[0]}`)).body.data.active).to.equal(true);
+    });
+
     it("a server that cannot be reached is exit 5", async () => {
       const url = `http://127.0.0.1:${await closedPort()}`;
       const r = hw("list", "sources", "--api-url", url);

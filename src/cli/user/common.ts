@@ -96,7 +96,15 @@ export function sourcesOf(client: HeadwaterClient, org?: string): Promise<Source
 export async function findSource(client: HeadwaterClient, nameOrId: string, org?: string): Promise<SourceView> {
   if (isSourceId(nameOrId)) return (await client.get<{ data: SourceView }>(`/sources/${nameOrId}`)).data;
   const sources = await sourcesOf(client, org);
-  const found = sources.find((s) => s.name_slug === nameOrId) ?? sources.find((s) => s.name === nameOrId);
+  const bySlug = sources.find((s) => s.name_slug === nameOrId);
+  const byName = sources.filter((s) => s.name === nameOrId);
+  // Names are not unique (slugs are): never pick one of several at random, e.g. for `delete`.
+  if (!bySlug && byName.length > 1) {
+    throw usage(
+      `${byName.length} sources are named "${nameOrId}": ${byName.map((s) => `${s.id} (${s.name_slug})`).join(", ")}; give its dc_ id or its name_slug`,
+    );
+  }
+  const found = bySlug ?? byName[0];
   if (!found) {
     throw new CliError(
       "not_found",

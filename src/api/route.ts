@@ -24,6 +24,19 @@ export const commonQuery = {
 };
 type Common = Static<TObject<typeof commonQuery>>;
 
+/**
+ * A parameter a client may send in the query string or in the JSON body. Both at once must agree:
+ * a silent pick could act on another organization or resource than the one the client named.
+ */
+export function queryOrBody<T extends string>(name: string, query: T | undefined, body: T | undefined): T | undefined {
+  if (query !== undefined && body !== undefined && query !== body) {
+    throw invalid(`${name} is given in the query string and in the body with different values`, [
+      { path: `query.${name}`, message: `differs from body.${name}` },
+    ]);
+  }
+  return body ?? query;
+}
+
 export interface Request<Params, Query, Body> {
   readonly params: Params;
   readonly query: Query & Common;
@@ -181,8 +194,16 @@ export function mountRoutes(router: Router, routes: readonly Route[]): void {
         throw invalid(`${r.method} ${r.path} takes no request body`);
       }
       const p = params({ ...(ctx as unknown as { params: Record<string, string> }).params });
-      const include = splitFields(b.include ?? q.include, "include", r.fields);
-      const exclude = splitFields(b.exclude ?? q.exclude, "exclude", r.fields);
+      const include = splitFields(
+        queryOrBody("include", q.include as string | undefined, b.include as string | undefined),
+        "include",
+        r.fields,
+      );
+      const exclude = splitFields(
+        queryOrBody("exclude", q.exclude as string | undefined, b.exclude as string | undefined),
+        "exclude",
+        r.fields,
+      );
       const caller = ctx.state.caller as Caller;
       const reply = await r.handle({
         query: q,

@@ -202,6 +202,36 @@ describe("API conventions (real server)", function () {
       expect(foreign.body).to.deep.equal(unknown.body);
     });
 
+    it("a parameter sent in both the query string and the body must agree: 400 naming it, nothing written", async () => {
+      const user = server.cli("admin", "user", "create", "--username", "twoorgs", "--email", "two@example.com");
+      const first = server.cli("admin", "org", "create", "--name", "First Org", "--owner", user.json.id).json.id as string;
+      const second = server.cli("admin", "org", "create", "--name", "Second Org", "--owner", user.json.id).json.id as string;
+      const client = server.client(user.json.api_key);
+      const counts = async () =>
+        Promise.all(
+          [`/v1/orgs/${first}/sources`, `/v1/orgs/${second}/sources`, "/v1/users/me/sources", "/v1/users/me/webhooks"].map(
+            async (path) => (await client.get(path)).body.page_info.total_count as number,
+          ),
+        );
+      const before = await counts();
+
+      const source = await client.post(`/v1/sources?org_id=${first}`, { key: "http-new-requests", org_id: second });
+      expect(source.status, JSON.stringify(source.body)).to.equal(400);
+      expect(source.body).to.deep.include({ code: "invalid_request" });
+      expect(source.body.details).to.deep.equal([{ path: "query.org_id", message: "differs from body.org_id" }]);
+      const webhook = await client.post("/v1/webhooks?url=https://query.example.com/", { url: "https://body.example.com/" });
+      expect(webhook.status, JSON.stringify(webhook.body)).to.equal(400);
+      expect(webhook.body.details).to.deep.equal([{ path: "query.url", message: "differs from body.url" }]);
+      expect(await counts(), "nothing was created").to.deep.equal(before);
+
+      // The same value in both places is one value.
+      const agreeing = await client.post(`/v1/sources?org_id=${second}`, { key: "http-new-requests", org_id: second });
+      expect(agreeing.status, JSON.stringify(agreeing.body)).to.equal(200);
+      expect((await client.get(`/v1/orgs/${second}/sources`)).body.data.map((s: { id: string }) => s.id)).to.deep.equal([
+        agreeing.body.data.id,
+      ]);
+    });
+
     it("the CLI refuses duplicate usernames and unknown users with a JSON error", async () => {
       const again = server.cli("admin", "user", "create", "--username", "freebie", "--email", "x@example.com");
       expect(again.status).to.equal(1);

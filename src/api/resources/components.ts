@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { route, type Caller, type Route } from "../route.js";
+import { route, type Caller, type Route, queryOrBody } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data } from "../pagination.js";
 import { invalid, notFound } from "../../../commands/decider.js";
@@ -167,7 +167,7 @@ export function componentRoutes(
       errors: ["invalid_component", "component_url_unreachable", "not_found"],
       response: { description: "the saved component", schema: Data(Component) },
       async handle({ caller, body, query }) {
-        const ownerId = deps.access.ownerForCreate(caller, body.org_id ?? query.org_id);
+        const ownerId = deps.access.ownerForCreate(caller, queryOrBody("org_id", query.org_id, body.org_id));
         if (body.component_code === undefined && body.component_files === undefined && body.component_url === undefined) {
           throw invalid("give component_code, component_files or component_url", [
             { path: "body.component_code", message: "is required without component_files or component_url" },
@@ -250,7 +250,7 @@ export function componentRoutes(
         ),
       },
       async handle({ caller, params, body, query }) {
-        const orgId = body.org_id ?? query.org_id;
+        const orgId = queryOrBody("org_id", query.org_id, body.org_id);
         const ownerId = deps.access.ownerForCreate(caller, orgId);
         const component = usableComponent(deps, caller, params.key_or_id, orgId);
         if (!component) throw notFound("component");
@@ -282,7 +282,7 @@ export function componentRoutes(
       errors: ["not_found", "quota_exceeded", "backlog_full"],
       response: { description: "the run's outcome (a failed run answers 200 with ok false)", schema: Data(ActionRunOutcome) },
       async handle({ caller, params, body, query }) {
-        const orgId = body.org_id ?? query.org_id;
+        const orgId = queryOrBody("org_id", query.org_id, body.org_id);
         const ownerId = deps.access.ownerForCreate(caller, orgId);
         const component = usableComponent(deps, caller, params.id, orgId);
         if (!component) throw notFound("component");

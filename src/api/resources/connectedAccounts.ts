@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { route, type Caller, type Route } from "../route.js";
+import { route, type Caller, type Route, queryOrBody } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data, Paged, pageBody } from "../pagination.js";
 import type { ConnectedAccount as AccountView } from "../../readModels/connectedAccounts.js";
@@ -57,7 +57,7 @@ export function connectedAccountRoutes(deps: AccountDeps): Route[] {
       errors: ["not_found"],
       response: { description: "the new account (without its credentials)", schema: Data(ConnectedAccount) },
       async handle({ caller, body, query }) {
-        const ownerId = deps.access.ownerForCreate(caller, query.org_id ?? body.org_id);
+        const ownerId = deps.access.ownerForCreate(caller, queryOrBody("org_id", query.org_id, body.org_id));
         const created = await written(
           deps,
           deps.connectedAccounts.create(

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { route, type Caller, type Route } from "../route.js";
+import { route, type Caller, type Route, queryOrBody } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data, Paged, pageBody } from "../pagination.js";
 import { codeOf, componentCode } from "./components.js";
@@ -118,7 +118,7 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
       errors: ["invalid_component", "hook_failed", "component_url_unreachable", "not_found"],
       response: { description: "the new source", schema: Data(Source) },
       async handle({ caller, body, query }) {
-        const ownerId = deps.access.ownerForCreate(caller, query.org_id ?? body.org_id);
+        const ownerId = deps.access.ownerForCreate(caller, queryOrBody("org_id", query.org_id, body.org_id));
         const resolved = await resolveComponent(deps, caller, ownerId, body);
         if (!resolved) {
           throw invalid("give one of component_id, component_code, component_files, component_url or key", [

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { route, type Caller, type Route } from "../route.js";
+import { route, type Caller, type Route, queryOrBody } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data } from "../pagination.js";
 import { invalid } from "../../../commands/decider.js";
@@ -40,9 +40,9 @@ type Triple = { emitter_id?: string | undefined; listener_id?: string | undefine
 
 function tripleOf(query: Triple, body: Triple, required: readonly ("emitter_id" | "listener_id")[]) {
   const value = {
-    emitter_id: body.emitter_id ?? query.emitter_id,
-    listener_id: body.listener_id ?? query.listener_id,
-    event_name: body.event_name ?? query.event_name ?? "",
+    emitter_id: queryOrBody("emitter_id", query.emitter_id, body.emitter_id),
+    listener_id: queryOrBody("listener_id", query.listener_id, body.listener_id),
+    event_name: queryOrBody("event_name", query.event_name, body.event_name) ?? "",
   };
   const missing = required.filter((name) => value[name] === undefined || value[name] === "");
   if (missing.length > 0)
@@ -84,7 +84,7 @@ export function subscriptionRoutes(deps: SubscriptionDeps): Route[] {
       response: { description: "the subscription", schema: Data(Subscription) },
       async handle({ caller, query, body }) {
         const t = tripleOf(query, body, ["emitter_id", "listener_id"]);
-        const ownerId = deps.access.ownerForCreate(caller, body.org_id ?? query.org_id);
+        const ownerId = deps.access.ownerForCreate(caller, queryOrBody("org_id", query.org_id, body.org_id));
         const created = await written(
           deps,
           deps.subscriptions.create(
@@ -157,15 +157,15 @@ export function subscriptionRoutes(deps: SubscriptionDeps): Route[] {
       errors: ["not_found"],
       response: { description: "the auto-subscription", schema: Data(AutoSubscription) },
       async handle({ caller, query, body }) {
-        const eventName = body.event_name ?? query.event_name;
-        const listenerId = body.listener_id ?? query.listener_id;
+        const eventName = queryOrBody("event_name", query.event_name, body.event_name);
+        const listenerId = queryOrBody("listener_id", query.listener_id, body.listener_id);
         if (!eventName || !listenerId) {
           throw invalid("event_name and listener_id are required", [
             ...(eventName ? [] : [{ path: "query.event_name", message: "is required ($errors or $logs)" }]),
             ...(listenerId ? [] : [{ path: "query.listener_id", message: "is required" }]),
           ]);
         }
-        const ownerId = deps.access.ownerForCreate(caller, body.org_id ?? query.org_id);
+        const ownerId = deps.access.ownerForCreate(caller, queryOrBody("org_id", query.org_id, body.org_id));
         const created = await written(
           deps,
           deps.subscriptions.createAuto(

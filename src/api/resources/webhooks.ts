@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { route, type Caller, type Route } from "../route.js";
+import { route, type Caller, type Route, queryOrBody } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data, Paged, pageBody } from "../pagination.js";
 import { invalid, notFound } from "../../../commands/decider.js";
@@ -98,9 +98,9 @@ export function webhookRoutes(deps: WebhookDeps): Route[] {
       fields: Object.keys(Webhook.properties),
       response: { description: "the webhook", schema: Data(Webhook) },
       async handle({ caller, query, body }) {
-        const url = body.url ?? query.url;
+        const url = queryOrBody("url", query.url, body.url);
         if (url === undefined) throw invalid("url is required", [{ path: "query.url", message: "is required" }]);
-        const ownerId = deps.access.ownerForCreate(caller, body.org_id ?? query.org_id);
+        const ownerId = deps.access.ownerForCreate(caller, queryOrBody("org_id", query.org_id, body.org_id));
         const created = await written(
           deps,
           deps.webhooks.create(
@@ -108,8 +108,8 @@ export function webhookRoutes(deps: WebhookDeps): Route[] {
               ownerId,
               creatorId: caller.userId,
               url,
-              name: body.name ?? query.name ?? null,
-              description: body.description ?? query.description ?? null,
+              name: queryOrBody("name", query.name, body.name) ?? null,
+              description: queryOrBody("description", query.description, body.description) ?? null,
             },
             meta(caller),
           ),

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { route, type Caller, type Route } from "../route.js";
+import { route, type Caller, type Route, queryOrBody } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data, Paged, pageBody } from "../pagination.js";
 import { EventSummary, LogLine, RunLog } from "./events.js";
@@ -193,7 +193,7 @@ export function workflowRoutes(deps: WorkflowDeps): Route[] {
       response: { description: "the workflow's current version", schema: Data(Workflow) },
       async handle({ caller, body, query }) {
         const definition = parseDefinition(body.definition);
-        const ownerId = deps.access.ownerForCreate(caller, body.org_id ?? query.org_id);
+        const ownerId = deps.access.ownerForCreate(caller, queryOrBody("org_id", query.org_id, body.org_id));
         const deployed = await written(
           deps,
           deps.workflows.deploy(

@@ -2,11 +2,17 @@
 // sources bind as configured_props.<app> = {authProvisionId}) over the REST API, with the user
 // commands' profile, options (--api-url/--api-key, HEADWATER_API_URL/HEADWATER_API_KEY, --json),
 // output and exit statuses. Credentials are sent once and never shown: only their field names.
-import type { Command } from "commander";
+import { InvalidArgumentError, type Command } from "commander";
 import { action, withConnection, type CommonOptions } from "./user/common.js";
 import { when, type Output } from "./user/output.js";
 import type { Paged } from "./user/client.js";
 import { usage } from "./failure.js";
+
+/** `--limit`: checked here, so a value that does not parse is a usage error (exit 2), not a server refusal. */
+function pageSize(value: string): string {
+  if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 100) throw new InvalidArgumentError("a number from 1 to 100");
+  return value;
+}
 
 /** A connected account as the API answers it. */
 export interface ConnectedAccountView {
@@ -80,7 +86,7 @@ export function connectedAccountCommands(program: Command): void {
       .command("list")
       .description("list connected accounts (yours, or an organization's), oldest first")
       .option("--org <org_id>", "an organization's accounts")
-      .option("--limit <n>", "page size, 1 to 100")
+      .option("--limit <n>", "page size, 1 to 100", pageSize)
       .option("--after <cursor>", "the page after this cursor (page_info.end_cursor of the previous page)"),
   ).action(
     action(async ({ out, client }, options: CommonOptions & { org?: string; limit?: string; after?: string }) => {

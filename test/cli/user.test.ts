@@ -621,6 +621,19 @@ ${extra}`,
       expect((await server.client().get(`/v1/sources/${ids[0]}`)).body.data.active).to.equal(true);
     });
 
+    it("account list --limit that is not 1 to 100 is a usage error (exit 2), as the README says, not a server refusal", () => {
+      const auth = ["--api-url", server.url, "--api-key", server.bootstrapKey];
+      for (const limit of ["abc", "0", "101", "1.5", "-1"]) {
+        const r = hw("account", "list", "--limit", limit, "--json", ...auth);
+        expect(r.status, `--limit ${limit}: ${r.stderr}`).to.equal(2);
+        expect(JSON.parse(r.stderr)).to.include({ code: "usage" });
+        expect(JSON.parse(r.stderr).error).to.include("a number from 1 to 100");
+      }
+      const ok = hw("account", "list", "--limit", "100", "--json", ...auth);
+      expect(ok.status, ok.stderr).to.equal(0);
+      expect(JSON.parse(ok.stdout)).to.have.property("page_info");
+    });
+
     it("a server that cannot be reached is exit 5", async () => {
       const url = `http://127.0.0.1:${await closedPort()}`;
       const r = hw("list", "sources", "--api-url", url);

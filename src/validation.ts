@@ -115,11 +115,21 @@ function integerTextProblems(schema: Schema, value: unknown, where: string): Err
   return problems;
 }
 
+/** `?limit=1&limit=2` arrives as an array: no query parameter takes several values, so say that plainly. */
+function repeatedProblems(value: unknown, where: string): ErrorDetail[] {
+  if (value === null || typeof value !== "object") return [];
+  return Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => Array.isArray(v))
+    .map(([name]) => ({ path: `${where}.${name}`, message: "is given more than once" }));
+}
+
 function compile<T>(ajv: Ajv2020, schema: Schema, where: string): Validator<T> {
   const validate: ValidateFunction = ajv.compile(schema);
   return (value: unknown): T => {
     // Coercion would read "Infinity", "1e400" or "0x10" as numbers; text parameters must be plain decimals.
-    const textProblems = where !== "query" && where !== "params" ? [] : integerTextProblems(schema, value, where);
+    const repeated = where === "query" ? repeatedProblems(value, where) : [];
+    const textProblems =
+      repeated.length > 0 ? repeated : where !== "query" && where !== "params" ? [] : integerTextProblems(schema, value, where);
     if (textProblems.length === 0 && validate(value)) return value as T;
     const details = textProblems.length > 0 ? textProblems : simplify(validate.errors ?? []).map((e) => describe(e, where));
     const first = details[0];

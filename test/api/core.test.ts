@@ -137,6 +137,16 @@ describe("API conventions (real server)", function () {
       }
     });
 
+    it("400 for a query parameter given more than once, saying so", async () => {
+      for (const query of ["limit=1&limit=2", "after=a&after=b", "include=id&include=name"]) {
+        const r = await admin.get(`/v1/users/me/api_keys?${query}`);
+        expect(r.status, query).to.equal(400);
+        const name = query.split("=")[0];
+        expect(r.body.details, query).to.deep.equal([{ path: `query.${name}`, message: "is given more than once" }]);
+        expect(r.body.error, query).to.equal(`query.${name} is given more than once`);
+      }
+    });
+
     it("400 for a cursor the service did not issue", async () => {
       const r = await admin.get("/v1/users/me/api_keys?after=not-a-cursor");
       expect(r.status).to.equal(400);

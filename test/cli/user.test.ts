@@ -109,6 +109,22 @@ describe("user CLI (real binary, real server)", function () {
       expect(oneLine(after)).to.match(/^error: no API URL.*headwater login/);
     });
 
+    it("any valid profile name is saved, __proto__ included (login said saved, and nothing was)", () => {
+      for (const name of ["__proto__", "constructor"]) {
+        const login = hw("login", "--api-url", server.url, "--api-key", server.bootstrapKey, "--profile", name);
+        expect(login.status, login.stderr).to.equal(0);
+        const saved = JSON.parse(fs.readFileSync(path.join(configDir, "config.json"), "utf8"));
+        expect(Object.prototype.hasOwnProperty.call(saved.profiles, name), `${name} in the file`).to.equal(true);
+        const who = hw("whoami", "--profile", name, "--json");
+        expect(who.status, who.stderr).to.equal(0);
+        expect(JSON.parse(who.stdout).username).to.equal("operator");
+        const out = hw("logout", "--profile", name);
+        expect(out.status, out.stderr).to.equal(0);
+        expect(hw("whoami", "--profile", name).status).to.equal(3);
+      }
+      expect(hw("whoami", "--json").status, "the default profile is untouched").to.equal(0);
+    });
+
     it("a refused key is exit 3 with one line, and nothing is saved", () => {
       const r = hw("login", "--profile", "bad", "--api-url", server.url, "--api-key", "hw_0000000000000000000000000000000000000000");
       expect(r.status).to.equal(3);

@@ -90,7 +90,9 @@ export function readProfile(name: string, file = configFile()): Profile | undefi
 
 export function saveProfile(name: string, profile: Profile, file = configFile()): void {
   const config = readConfig(file);
-  config.profiles[name] = profile;
+  // Defined, not assigned: assigning to profiles["__proto__"] (a valid name) would set the object's
+  // prototype and save nothing while login said it had.
+  Object.defineProperty(config.profiles, name, { value: profile, enumerable: true, writable: true, configurable: true });
   writeConfig(file, config);
 }
 

@@ -43,6 +43,21 @@ export function pageRequest(query: { limit?: number; after?: string; before?: st
   };
 }
 
+/**
+ * The page size of a listing that also takes `n` (the seed's alias of `limit`): both at once must
+ * agree, else 400, rather than `n` silently winning. `rawLimit` is the query text (the validated
+ * `limit` is defaulted, so it cannot tell whether the client sent one).
+ */
+export function aliasedLimit(n: number | undefined, rawLimit: unknown, page: PageRequest): number {
+  if (n === undefined) return page.limit;
+  if (rawLimit !== undefined && page.limit !== n) {
+    throw new DomainError("invalid_request", "n and limit differ: n is an alias of limit, give one of them", [
+      { path: "query.n", message: "differs from query.limit" },
+    ]);
+  }
+  return n;
+}
+
 export function pageBody<Row extends { seq: number }, Item>(page: Page<Row>, toItem: (row: Row) => Item) {
   const first = page.rows[0];
   const last = page.rows[page.rows.length - 1];

@@ -205,6 +205,11 @@ export default {
     const back = (await admin.get(`/v1/sources/${id}/event_summaries?limit=5&before=${next.page_info.start_cursor}`)).body;
     expect(back.data.map((x: any) => x.id)).to.deep.equal(first.data.map((x: any) => x.id));
     expect((await admin.get(`/v1/sources/${id}/event_summaries?n=2`)).body.data).to.have.length(2);
+    // n is an alias of limit: both at once must agree, not one silently win.
+    expect((await admin.get(`/v1/sources/${id}/event_summaries?n=2&limit=2`)).body.data).to.have.length(2);
+    const conflicting = await admin.get(`/v1/sources/${id}/event_summaries?n=2&limit=5`);
+    expect(conflicting.status, JSON.stringify(conflicting.body)).to.equal(400);
+    expect(conflicting.body.details).to.deep.equal([{ path: "query.n", message: "differs from query.limit" }]);
     const expanded = (await admin.get(`/v1/sources/${id}/event_summaries?limit=1&expand=event`)).body.data[0];
     expect(expanded.event.big).to.have.length(3000);
   });

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { route, type Route } from "../route.js";
 import type { ApiDeps } from "../deps.js";
-import { Data, Paged, pageBody } from "../pagination.js";
+import { Data, Paged, aliasedLimit, pageBody } from "../pagination.js";
 import { visibleSource } from "./sources.js";
 import { eventSummary, logSummary, logView } from "../../readModels/summaries.js";
 import { newId } from "../../ids.js";
@@ -81,9 +81,9 @@ export function eventRoutes(
       fields: Object.keys(EventSummary.properties),
       errors: ["not_found"],
       response: { description: "a page of event summaries", schema: Paged(EventSummary) },
-      handle({ caller, params, query, page }) {
+      handle({ caller, params, query, page, ctx }) {
         const source = visibleSource(deps, caller, params.id);
-        const request = { ...page, limit: query.n ?? page.limit };
+        const request = { ...page, limit: aliasedLimit(query.n, ctx.query.limit, page) };
         if (query.event_name === "$logs") return { body: pageBody(deps.runLogs.logs(source.id, request), logSummary) };
         const events = deps.events.events(source.id, request, query.event_name);
         return { body: pageBody(events, (e) => eventSummary(e, query.expand === "event")) };

@@ -1,7 +1,8 @@
 import { Type } from "@sinclair/typebox";
+import type { Context } from "koa";
 import { route, type Caller, type Route, queryOrBody } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
-import { Data, Paged, pageBody } from "../pagination.js";
+import { Data, Paged, aliasedLimit, pageBody } from "../pagination.js";
 import { EventSummary, LogLine, RunLog } from "./events.js";
 import { eventSummary, logView } from "../../readModels/summaries.js";
 import type { Workflow as WorkflowView } from "../../readModels/workflows.js";
@@ -165,14 +166,16 @@ export function workflowRoutes(deps: WorkflowDeps): Route[] {
       params,
       query,
       page,
+      ctx,
     }: {
       caller: Caller;
       params: { workflow_id: string };
       query: { n?: number; expand?: "event" };
       page: Parameters<ApiDeps["events"]["events"]>[1];
+      ctx: Context;
     }) {
       const workflow = visibleWorkflow(deps, caller, params.workflow_id);
-      const events = deps.events.events(workflow.id, { ...page, limit: query.n ?? page.limit }, channel, except);
+      const events = deps.events.events(workflow.id, { ...page, limit: aliasedLimit(query.n, ctx.query.limit, page) }, channel, except);
       return { body: pageBody(events, (e) => eventSummary(e, query.expand === "event")) };
     },
   });

@@ -38,8 +38,45 @@ export function jsonBody(limitBytes: number) {
   };
 }
 
-/** A JSON request body: malformed or too deeply nested text is the client's error (400), never a 500. */
+/** Half of a UTF-16 surrogate pair: a `\ud800` escape is valid JSON syntax but no character. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Where a string (key or value) of a parsed body holds a lone surrogate; depth is bounded by the parser. */
+function loneSurrogateAt(value: unknown, path: string): string | undefined {
+  if (typeof value === "string") return LONE_SURROGATE.test(value) ? path : undefined;
+  if (value === null || typeof value !== "object") return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = loneSurrogateAt(value[i], `${path}[${i}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    if (LONE_SURROGATE.test(key)) return `${path}.${key}`;
+    const found = loneSurrogateAt(item, `${path}.${key}`);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * A JSON request body: malformed or too deeply nested text is the client's error (400), never a 500.
+ * So is a lone surrogate (`"\ud800"`): it cannot be stored as UTF-8, and was silently replaced
+ * by U+FFFD in the read models while the log kept the escape.
+ */
 export function parseBody(text: string): unknown {
+  const parsed = parseJsonBody(text);
+  const at = loneSurrogateAt(parsed, "body");
+  if (at !== undefined) {
+    throw new DomainError("malformed_json", `the request body is not valid Unicode: ${at} holds a lone surrogate (half a character)`, [
+      { path: at, message: "holds a lone surrogate" },
+    ]);
+  }
+  return parsed;
+}
+
+function parseJsonBody(text: string): unknown {
   try {
     return parseJson(text, { maxDepth: MAX_INPUT_DEPTH });
   } catch (error) {

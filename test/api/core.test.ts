@@ -113,6 +113,26 @@ describe("API conventions (real server)", function () {
       expect((await admin.get("/v1/users/me/api_keys")).body.page_info.total_count).to.equal(before);
     });
 
+    it("400 for a string holding a lone surrogate (stored as U+FFFD before), and nothing is written", async () => {
+      const before = (await admin.get("/v1/users/me/webhooks")).body.page_info.total_count;
+      for (const [text, path] of [
+        ['{"url": "https://example.com/", "name": "a\\ud800b"}', "body.name"],
+        ['{"url": "https://example.com/", "description": "\\udc00"}', "body.description"],
+      ]) {
+        const r = await admin.post("/v1/webhooks", text, { "content-type": "application/json" });
+        expect(r.status, text).to.equal(400);
+        expect(r.body.code, text).to.equal("malformed_json");
+        expect(r.body.details, text).to.deep.equal([{ path, message: "holds a lone surrogate" }]);
+      }
+      expect((await admin.get("/v1/users/me/webhooks")).body.page_info.total_count).to.equal(before);
+      // A whole pair (an escaped emoji) is a character like any other.
+      const pair = await admin.post("/v1/webhooks", '{"url": "https://example.com/", "name": "\\ud83c\\udf89"}', {
+        "content-type": "application/json",
+      });
+      expect(pair.status, JSON.stringify(pair.body)).to.equal(200);
+      expect(pair.body.data.name).to.equal("🎉");
+    });
+
     it("400 listing every invalid field", async () => {
       const r = await admin.post("/v1/users/me/api_keys", { name: 5, colour: "red" });
       expect(r.status).to.equal(400);

@@ -575,7 +575,7 @@ describe("web dashboard (headless Chromium, real server)", function () {
     // A static list is there at once.
     await page.waitForFunction(() => document.querySelectorAll("#deploy-choice-size option").length === 3);
     await page.select("#deploy-choice-size", "1");
-    await page.waitForFunction(() => JSON.parse((document.querySelector("#deploy-props")).value).size === "large");
+    await page.waitForFunction(() => JSON.parse(document.querySelector("#deploy-props").value).size === "large");
     // A remote list is loaded with the props typed so far, then its next page.
     await page.click("#deploy-choices .choice:nth-child(2) button");
     await page.waitForFunction(() => document.querySelectorAll("#deploy-choice-item option").length === 3);
@@ -588,7 +588,7 @@ describe("web dashboard (headless Chromium, real server)", function () {
     await more[more.length - 1].click();
     await page.waitForFunction(() => document.querySelectorAll("#deploy-choice-item option").length === 4);
     await page.select("#deploy-choice-item", "2");
-    await page.waitForFunction(() => JSON.parse((document.querySelector("#deploy-props")).value).item === 2);
+    await page.waitForFunction(() => JSON.parse(document.querySelector("#deploy-props").value).item === 2);
     expect(JSON.parse(await page.$eval("#deploy-props", (el) => (el as any).value))).to.deep.equal({
       region: "eu",
       size: "large",

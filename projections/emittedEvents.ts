@@ -1,9 +1,9 @@
 import type { Database } from "better-sqlite3";
-import type { BatchProjection } from "../src/projector/projection.js";
+import { ATTACHED_LOG, type BatchProjection } from "../src/projector/projection.js";
 import type { SourceDeleted } from "../commands/sources/source.js";
 import type { WorkflowDeleted } from "../commands/workflows/workflow.js";
 import type { EventEmitted, EventsDeleted } from "../commands/emitters/emitter.js";
-import type { RecordedEvent } from "../src/store/eventStore.js";
+import { dataLeftInLog, type RecordedEvent } from "../src/store/eventStore.js";
 import { parseEventId } from "../commands/emitters/eventIds.js";
 import { statement } from "../src/readModels/statements.js";
 import { KeptWindow } from "./keptWindow.js";
@@ -49,6 +49,21 @@ const insertEmitted = new MultiRowInsert(
   13,
 );
 
+/**
+ * `insertEmitted`'s rows written by SQLite from the attached log: the EventEmitted of a range of
+ * positions (first and last inclusive), each column what `emittedEventRow` and `applyBatch` make
+ * of the event in JavaScript (the rebuild tests compare the two, row for row, on events of every
+ * shape). `->` gives a value's JSON text as stored, which is `JSON.stringify`'s (the log's data
+ * is written by it), and `->>` a string's or number's value.
+ */
+const insertEmittedFromLog = `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts,
+    indexed_at_ms, invocation_id, seq, stream_revision)
+  SELECT data ->> '$.emitterId', id, CAST(substr(id, 1, instr(id, '-') - 1) AS INTEGER),
+    CAST(substr(id, instr(id, '-') + 1) AS INTEGER), data ->> '$.channel', data -> '$.event', data ->> '$.summary',
+    coalesce(data ->> '$.emitId', id), data ->> '$.ts', data ->> '$.indexedAtMs', data ->> '$.invocationId', position, revision
+  FROM (SELECT data, data ->> '$.id' AS id, position, revision FROM ${ATTACHED_LOG}.events
+        WHERE position BETWEEN ? AND ? AND type = 'EventEmitted')`;
+
 // The window is the newest 100 EventEmitted of the emitter, deleted or not, which is exactly what
 // log retention keeps: a rebuild from the truncated log gives the same rows.
 export const emittedEventsProjection: BatchProjection = {
@@ -66,10 +81,29 @@ export const emittedEventsProjection: BatchProjection = {
     "CREATE INDEX IF NOT EXISTS emitted_events_by_emitter ON emitted_events (emitter_id, seq)",
   ],
   handles: new Set(["EventEmitted", "EventsDeleted", "SourceDeleted", "WorkflowDeleted"]),
+  readsFromLog: new Set(["EventEmitted"]),
   applyBatch(db, events) {
     const inserts = insertEmitted.into(db);
     const kept = new KeptWindow("emitted_events", "emitter_id", KEPT_EVENTS);
+    // A run of events left in the log (positions), written by one statement when it ends: at the
+    // next event of another kind and at the batch's end. Rows are written in log order.
+    let leftFirst = 0;
+    let leftLast = 0;
+    const writeLeft = () => {
+      if (leftFirst === 0) return;
+      inserts.flush();
+      statement(db, insertEmittedFromLog).run(leftFirst, leftLast);
+      const emitters = statement(db, "SELECT DISTINCT emitter_id FROM emitted_events WHERE seq BETWEEN ? AND ?");
+      for (const emitter of emitters.pluck().all(leftFirst, leftLast) as string[]) kept.touch(emitter);
+      leftFirst = 0;
+    };
     for (const recorded of events) {
+      if (recorded.type === "EventEmitted" && dataLeftInLog(recorded)) {
+        if (leftFirst === 0) leftFirst = recorded.position;
+        leftLast = recorded.position;
+        continue;
+      }
+      writeLeft();
       switch (recorded.type) {
         case "EventEmitted": {
           const row = emittedEventRow(recorded);
@@ -107,6 +141,7 @@ export const emittedEventsProjection: BatchProjection = {
           break;
       }
     }
+    writeLeft();
     inserts.flush();
     kept.trim(db);
   },

@@ -19,10 +19,21 @@ export interface EventByEventProjection extends ProjectionBase {
   afterBatch?(db: Database): void;
 }
 
+/** The schema name a rebuild ATTACHes the SQLite log under, on the read-model connection. */
+export const ATTACHED_LOG = "log";
+
 /** A read model that takes a whole batch at once: for writes cheaper done over many events (multi-row inserts). */
 export interface BatchProjection extends ProjectionBase {
   /** The batch's events of the handled types, in log order (possibly none). */
   applyBatch(db: Database, events: readonly RecordedEvent[]): void;
+  /**
+   * Handled types whose rows this projection can also write straight from the log, with SQL over
+   * the `events` table of the log attached as ATTACHED_LOG. In a rebuild from a SQLite log, when
+   * every projection handling a type can, that type's events come without their data
+   * (`dataLeftInLog`), and `applyBatch` reads them there: a million events are never made into
+   * strings and objects only to be written back as rows (docs/decisions.md).
+   */
+  readonly readsFromLog?: ReadonlySet<string>;
 }
 
 /**

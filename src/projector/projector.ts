@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { AllSubscription, EventStore, RecordedEvent } from "../store/eventStore.js";
-import type { Projection } from "./projection.js";
+import { ATTACHED_LOG, type Projection } from "./projection.js";
 import { log } from "../observability/log.js";
 import { statement } from "../readModels/statements.js";
 
@@ -45,6 +45,8 @@ export class Projector {
     private readonly projections: readonly Projection[],
     /** Events per read-model transaction (a rebuild takes larger ones). */
     private readonly batchSize = 500,
+    /** Types the projections read from the attached log themselves (SubscribeToAllOptions.leaveDataOf; a rebuild). */
+    private readonly leaveDataOf?: ReadonlySet<string>,
   ) {
     projections.forEach((projection, index) => {
       for (const type of projection.handles) {
@@ -71,6 +73,7 @@ export class Projector {
     this.#subscription = this.store.subscribeToAll({
       fromPosition: from,
       batchSize: this.batchSize,
+      leaveDataOf: this.leaveDataOf,
       onEvents: (events) => this.#applyBatch(events),
       onError: (error) => this.#failed(error),
     });
@@ -250,6 +253,10 @@ const REBUILD_BATCH = 3_000;
  * reads meanwhile, a page written many times is copied once, and a checkpoint thread copying
  * alongside took a core from the replay (the rebuild ~8 % slower in three alternated pairs,
  * bench/results/rebuild.md). The WAL grows to about the rebuilt models' size until then.
+ *
+ * From a SQLite log, the log is attached to the connection for the replay, and the types every
+ * handling projection can read from it (`readsFromLog`: EventEmitted, most of a log) come without
+ * their data: those rows are written by SQL straight from the log.
  */
 export async function rebuildProjections(
   store: EventStore,
@@ -261,15 +268,34 @@ export async function rebuildProjections(
     for (const projection of projections) for (const table of projection.tables) db.exec(`DROP TABLE IF EXISTS ${table}`);
     db.exec("DROP TABLE IF EXISTS projection_checkpoints");
   })();
-  const projector = new Projector(store, db, projections, REBUILD_BATCH);
+  const fromLog = store.attachableFile === undefined ? new Set<string>() : typesReadFromLog(projections);
+  if (fromLog.size > 0) db.prepare(`ATTACH DATABASE ? AS ${ATTACHED_LOG}`).run(store.attachableFile);
+  const projector = new Projector(store, db, projections, REBUILD_BATCH, fromLog);
   const autocheckpoint = db.pragma("wal_autocheckpoint", { simple: true }) as number;
   db.pragma("wal_autocheckpoint = 0");
-  projector.start();
   try {
+    projector.start();
     await projector.catchUpWhileMoving(progress);
   } finally {
     await projector.stop();
-    if (db.open) db.pragma(`wal_autocheckpoint = ${autocheckpoint}`);
+    if (db.open) {
+      db.pragma(`wal_autocheckpoint = ${autocheckpoint}`);
+      if (fromLog.size > 0) db.exec(`DETACH DATABASE ${ATTACHED_LOG}`);
+    }
   }
   return projector.position;
+}
+
+/** The types every projection handling them can read from the attached log (BatchProjection.readsFromLog). */
+function typesReadFromLog(projections: readonly Projection[]): Set<string> {
+  const types = new Set<string>();
+  for (const projection of projections) {
+    if ("readsFromLog" in projection) for (const type of projection.readsFromLog ?? []) types.add(type);
+  }
+  for (const projection of projections) {
+    for (const type of projection.handles) {
+      if (!("readsFromLog" in projection && projection.readsFromLog?.has(type))) types.delete(type);
+    }
+  }
+  return types;
 }

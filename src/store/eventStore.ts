@@ -68,7 +68,17 @@ export interface SubscribeToAllOptions {
   readonly onError?: (error: unknown) => void;
   /** Largest batch handed to onEvents. */
   readonly batchSize?: number;
+  /**
+   * Event types the subscriber reads from the log itself, through `attachableFile` (a rebuild):
+   * a store with that file may hand these over with `data` null and `metadata` empty, everything
+   * else kept (see `dataLeftInLog`). Events of these types may still come whole. Stores without
+   * `attachableFile` ignore it.
+   */
+  readonly leaveDataOf?: ReadonlySet<string>;
 }
+
+/** True for an event handed over without its data (SubscribeToAllOptions.leaveDataOf): read it from the log. */
+export const dataLeftInLog = (event: RecordedEvent): boolean => event.data === null;
 
 export interface AllSubscription {
   /** Stops delivery; resolves once no handler call is running. */
@@ -93,6 +103,11 @@ export interface EventStore {
   /** Retention: deletes the stream's events with revision < beforeRevision (from stream reads and $all). */
   truncateBefore(stream: string, beforeRevision: number): Promise<void>;
   close(): Promise<void>;
+  /**
+   * A SQLite file holding the log, which another connection may ATTACH and read with SQL (the
+   * embedded store on a file; absent for an in-memory log and for the remote stores).
+   */
+  readonly attachableFile?: string;
 }
 
 /** The typed optimistic-concurrency failure; the command layer retries after re-reading. */

@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import type { EventStore, RecordedEvent } from "../../src/store/eventStore.js";
+import { dataLeftInLog, type EventStore, type RecordedEvent } from "../../src/store/eventStore.js";
 import { openSqliteEventStore } from "../../src/store/sqlite/sqliteEventStore.js";
-import { PAGE_TEXT_BUDGET, ReadAhead, type ReadAheadPage } from "../../src/store/sqlite/readAhead.js";
+import { PAGE_TEXT_BUDGET, ReadAhead, type ReadAheadPage, type ReadAheadThreadData } from "../../src/store/sqlite/readAhead.js";
 import { WriterThread } from "../../src/sqliteWriter/thread.js";
 import { describeEventStoreContract } from "./contract.js";
 
@@ -273,7 +273,8 @@ describe("sqlite event store", function () {
         file,
         fromPosition: 0,
         pageSize: 60,
-      });
+        leaveDataOf: [],
+      } satisfies ReadAheadThreadData);
       try {
         const pages = [];
         for (let i = 0; i < 4; i++) {
@@ -320,6 +321,45 @@ describe("sqlite event store", function () {
         await skipping.close();
       }
     });
+  });
+
+  it("a catch-up asked to leave some types' data in the log reads them on its thread as position and type only, and the rest whole", async function () {
+    store = openSqliteEventStore({ file, readAheadFrom: 100 });
+    await appendMany(store, 300, "kept");
+    for (let n = 0; n < 300; n += 30) {
+      await store.append(`left-${n % 4}`, [
+        { type: "Left", data: { n }, metadata: { m: n } },
+        { type: "Many", data: { n }, metadata: {} },
+      ]);
+    }
+    expect(store.attachableFile).to.equal(file);
+    const all = await store.readAll();
+    const got: RecordedEvent[] = [];
+    const subscription = store.subscribeToAll({
+      fromPosition: 0,
+      batchSize: 64,
+      leaveDataOf: new Set(["Left"]),
+      onEvents: (events) => void got.push(...events),
+    });
+    while (got.length < all.length) await new Promise((resolve) => setTimeout(resolve, 10));
+    await subscription.stop();
+    const leftOut = got.filter(dataLeftInLog);
+    expect(leftOut).to.have.length(10);
+    expect(got).to.deep.equal(all.map((event) => (event.type === "Left" ? { ...event, data: null, metadata: {} } : event)));
+    // A subscription near the head reads on the event loop: events come whole.
+    await store.append("left-0", [{ type: "Left", data: { n: 999 } }]);
+    const live: RecordedEvent[] = [];
+    const tail = store.subscribeToAll({
+      fromPosition: all.length,
+      leaveDataOf: new Set(["Left"]),
+      onEvents: (events) => void live.push(...events),
+    });
+    while (live.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await tail.stop();
+    expect(live.map((event) => event.data)).to.deep.equal([{ n: 999 }]);
+    const memory = openSqliteEventStore({ file: ":memory:" });
+    expect(memory.attachableFile).to.equal(undefined);
+    await memory.close();
   });
 
   it("appends write no row of `streams`; a truncation removing a stream's last event stores its revision there", async function () {

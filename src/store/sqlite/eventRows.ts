@@ -17,6 +17,25 @@ export const eventColumns = "position, stream, revision, id, type, data, metadat
 /** A page of $all: the events after a position, in position order. */
 export const readAllSql = `SELECT ${eventColumns} FROM events WHERE position > ? ORDER BY position LIMIT ?`;
 
+/**
+ * `readAllSql` with the data of the given types left in the file (`null` and metadata `{}`, as
+ * JSON texts): SQLite never makes strings of them, and `rowsAsJson` splices them in as they are.
+ */
+export function readAllLeavingDataSql(types: readonly string[]): string {
+  if (types.length === 0) return readAllSql;
+  const list = types
+    .map((type) => {
+      if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(type)) throw new RangeError(`not an event type: ${JSON.stringify(type)}`);
+      return `'${type}'`;
+    })
+    .join(", ");
+  const left = `type IN (${list})`;
+  return (
+    `SELECT position, stream, revision, id, type, CASE WHEN ${left} THEN 'null' ELSE data END, ` +
+    `CASE WHEN ${left} THEN '{}' ELSE metadata END, created FROM events WHERE position > ? ORDER BY position LIMIT ?`
+  );
+}
+
 export function toRecordedEvent(row: EventRow): RecordedEvent {
   return {
     id: row[3],

@@ -15,6 +15,15 @@ export interface ReadAheadPage {
   readonly json: string;
 }
 
+/** What the thread is started with. */
+export interface ReadAheadThreadData {
+  readonly file: string;
+  readonly fromPosition: number;
+  readonly pageSize: number;
+  /** Types whose events come with data null and metadata empty (SubscribeToAllOptions.leaveDataOf). */
+  readonly leaveDataOf: readonly string[];
+}
+
 /** Pages asked for ahead of the one being applied: the thread reads the next while this one is. */
 const DEPTH = 3;
 
@@ -38,10 +47,11 @@ export class ReadAhead {
   readonly #thread: WriterThread<Record<string, never>>;
   readonly #pages: Promise<unknown>[] = [];
 
-  constructor(file: string, fromPosition: number, pageSize: number) {
+  /** `leaveDataOf`: types whose events come with data null and metadata empty (SubscribeToAllOptions). */
+  constructor(file: string, fromPosition: number, pageSize: number, leaveDataOf: ReadonlySet<string> = new Set()) {
     this.#thread = new WriterThread(
       new URL("./readAheadThread.js", import.meta.url),
-      { file, fromPosition, pageSize },
+      { file, fromPosition, pageSize, leaveDataOf: [...leaveDataOf] } satisfies ReadAheadThreadData,
       undefined,
       "event log read-ahead thread",
     );

@@ -3,10 +3,10 @@
 import Database from "better-sqlite3";
 import { workerData } from "node:worker_threads";
 import { serveWrites } from "../../sqliteWriter/serve.js";
-import { readAllSql, rowsAsJson, type EventRow } from "./eventRows.js";
-import { PAGE_TEXT_BUDGET, type ReadAheadPage } from "./readAhead.js";
+import { readAllLeavingDataSql, rowsAsJson, type EventRow } from "./eventRows.js";
+import { PAGE_TEXT_BUDGET, type ReadAheadPage, type ReadAheadThreadData } from "./readAhead.js";
 
-const { file, fromPosition, pageSize } = workerData as { file: string; fromPosition: number; pageSize: number };
+const { file, fromPosition, pageSize, leaveDataOf } = workerData as ReadAheadThreadData;
 let db: Database.Database | undefined;
 let read: Database.Statement | undefined;
 let cursor = fromPosition;
@@ -19,7 +19,7 @@ let batchLeft = pageSize;
 function open(): Database.Statement {
   db = new Database(file, { readonly: true, fileMustExist: true });
   db.pragma("busy_timeout = 10000");
-  return db.prepare(readAllSql).raw(true);
+  return db.prepare(readAllLeavingDataSql(leaveDataOf)).raw(true);
 }
 
 serveWrites(

@@ -194,7 +194,12 @@ class SqliteEventStore implements EventStore {
   /** A reader on another thread when the subscription starts far enough behind (not for an in-memory log). */
   private readAheadFor(options: SubscribeToAllOptions): ReadAhead | undefined {
     if (this.db.memory || this.headNow() - options.fromPosition < this.readAheadFrom) return undefined;
-    return new ReadAhead(this.file, options.fromPosition, batchSizeOf(options));
+    return new ReadAhead(this.file, options.fromPosition, batchSizeOf(options), options.leaveDataOf);
+  }
+
+  /** The file, unless the log is in memory. */
+  get attachableFile(): string | undefined {
+    return this.db.memory ? undefined : this.file;
   }
 
   private headNow(): number {

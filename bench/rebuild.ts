@@ -1,9 +1,9 @@
 // Projection rebuild: `npm run bench:rebuild`. Builds a SQLite log of BENCH_EMITTERS (default 10,000)
 // emitters × BENCH_EVENTS_PER_EMITTER (default 100) EventEmitted plus one RunRecorded each (one
 // append per emitter, like a run): 1,010,000 events by default, the size of the goal. Then times
-// `rebuildProjections` over every projection into a fresh read-model file, until the file is
-// closed (what `headwater projections rebuild` does and waits for), BENCH_RUNS times (default 3), each run in a process of its
-// own like the command. BENCH_LOG=<file> replays that log instead (built there when missing, and
+// `rebuildReadModelsFile` over every projection (what `headwater projections rebuild` runs), until
+// the new read-model file is durable and in place, BENCH_RUNS times (default 3), each run in a
+// process of its own like the command. BENCH_LOG=<file> replays that log instead (built there when missing, and
 // kept), so two builds can be compared on the same log back to back.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -11,16 +11,15 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { openEventStore } from "../src/store/open.js";
-import { openReadModels } from "../src/readModels/database.js";
 import { allProjections } from "../projections/index.js";
-import { rebuildProjections } from "../src/projector/projector.js";
+import { rebuildReadModelsFile } from "../src/projector/rebuildFile.js";
 
 interface RunResult {
   readonly position: number;
-  /** Until the read-model file is closed (its WAL copied back into it), as the operator command waits. */
+  /** Until the new read-model file is durable and in place, as the operator command waits. */
   readonly ms: number;
-  /** Of which closing the read-model file. */
-  readonly closeMs: number;
+  /** Of which making the file durable and putting it in place (rebuildReadModelsFile's finish). */
+  readonly finishMs: number;
   /** CPU time of the process (every thread): on a shared machine, wall time minus this is time spent waiting for a core. */
   readonly cpuMs: number;
 }
@@ -28,18 +27,14 @@ interface RunResult {
 /** One rebuild, in this process: the child's side. */
 async function rebuildOnce(logFile: string, readModelsFile: string): Promise<RunResult> {
   const store = await openEventStore(logFile);
-  const db = openReadModels(readModelsFile);
   try {
     const started = performance.now();
     const cpuBefore = process.cpuUsage();
-    const position = await rebuildProjections(store, db, allProjections);
-    const closing = performance.now();
-    db.close();
+    const { position, finishMs } = await rebuildReadModelsFile(store, readModelsFile, allProjections);
     const ms = performance.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
-    return { position, ms, closeMs: performance.now() - closing, cpuMs: (cpu.user + cpu.system) / 1000 };
+    return { position, ms, finishMs, cpuMs: (cpu.user + cpu.system) / 1000 };
   } finally {
-    if (db.open) db.close();
     await store.close();
   }
 }
@@ -103,10 +98,10 @@ if (process.argv[2] === "--run") {
         ["--no-node-snapshot", fileURLToPath(import.meta.url), "--run", logFile, path.join(dir, `readmodels-${run}.db`)],
         { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
       );
-      const { position, ms, closeMs, cpuMs } = JSON.parse(output) as RunResult;
+      const { position, ms, finishMs, cpuMs } = JSON.parse(output) as RunResult;
       rates.push(position / (ms / 1000));
       console.log(
-        `run ${run + 1}: ${position} events in ${ms.toFixed(0)} ms (closing the file ${closeMs.toFixed(0)} ms of it): ${Math.round(position / (ms / 1000))} events/s (cpu ${Math.round(cpuMs)} ms, load ${loadavg()[0].toFixed(2)})`,
+        `run ${run + 1}: ${position} events in ${ms.toFixed(0)} ms (finishing the file ${finishMs.toFixed(0)} ms of it): ${Math.round(position / (ms / 1000))} events/s (cpu ${Math.round(cpuMs)} ms, load ${loadavg()[0].toFixed(2)})`,
       );
     }
     const median = [...rates].sort((a, b) => a - b)[Math.floor(rates.length / 2)];

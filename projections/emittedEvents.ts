@@ -54,12 +54,12 @@ const insertEmitted = new MultiRowInsert(
  * positions (first and last inclusive), each column what `emittedEventRow` and `applyBatch` make
  * of the event in JavaScript (the rebuild tests compare the two, row for row, on events of every
  * shape). `->` gives a value's JSON text as stored, which is `JSON.stringify`'s (the log's data
- * is written by it), and `->>` a string's or number's value.
+ * is written by it), and `->>` a string's or number's value. An id is "<ms>-<n>": a CAST to
+ * INTEGER takes the longest integer its text starts with, the ms (cheaper than cutting it out).
  */
 const insertEmittedFromLog = `INSERT OR IGNORE INTO emitted_events (emitter_id, id, ms, n, channel, event, summary, emit_id, ts,
     indexed_at_ms, invocation_id, seq, stream_revision)
-  SELECT data ->> '$.emitterId', id, CAST(substr(id, 1, instr(id, '-') - 1) AS INTEGER),
-    CAST(substr(id, instr(id, '-') + 1) AS INTEGER), data ->> '$.channel', data -> '$.event', data ->> '$.summary',
+  SELECT data ->> '$.emitterId', id, CAST(id AS INTEGER), CAST(substr(id, instr(id, '-') + 1) AS INTEGER), data ->> '$.channel', data -> '$.event', data ->> '$.summary',
     coalesce(data ->> '$.emitId', id), data ->> '$.ts', data ->> '$.indexedAtMs', data ->> '$.invocationId', position, revision
   FROM (SELECT data, data ->> '$.id' AS id, position, revision FROM ${ATTACHED_LOG}.events
         WHERE position BETWEEN ? AND ? AND type = 'EventEmitted')`;

@@ -12,7 +12,7 @@ export function projectionsCommands(program: Command): void {
     .action(async () => {
       const config = loadConfig();
       announceNewDataDir(config, "always");
-      const { DataDirLock, openEventStore, openReadModels, readModelsFile, rebuildProjections, allProjections } = await operatorModules();
+      const { DataDirLock, openEventStore, readModelsFile, rebuildReadModelsFile, allProjections } = await operatorModules();
       // A running node holds the directory: rebuilding its read models under it would corrupt them.
       let lock: DataDirLock;
       try {
@@ -21,17 +21,14 @@ export function projectionsCommands(program: Command): void {
         failWith(error);
       }
       const store = await openEventStore(config.eventStore);
-      const db = openReadModels(readModelsFile(config));
       const started = Date.now();
       try {
-        const position = await rebuildProjections(store, db, allProjections, {
+        // Built beside the read models' file, which it replaces once complete and durable.
+        const { position } = await rebuildReadModelsFile(store, readModelsFile(config), allProjections, {
           onProgress: (at, head) => process.stderr.write(`headwater: rebuilding, at position ${at} of ${head}\n`),
         });
-        // Closing copies the rest of the WAL back into the file: part of the rebuild's time.
-        db.close();
         printJson({ rebuilt: allProjections.map((p) => p.name), position, ms: Date.now() - started });
       } finally {
-        if (db.open) db.close();
         await store.close();
         lock.release();
       }

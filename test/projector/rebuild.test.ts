@@ -1,14 +1,22 @@
 import { expect } from "chai";
 import type { Database } from "better-sqlite3";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { allProjections } from "../../projections/index.js";
-import { KEPT_EVENTS } from "../../projections/emittedEvents.js";
+import { KEPT_EVENTS, emittedEventsProjection } from "../../projections/emittedEvents.js";
+import { rebuildReadModelsFile } from "../../src/projector/rebuildFile.js";
 import { KEPT_RUN_LOGS } from "../../projections/runLogs.js";
 import { Projector, rebuildProjections } from "../../src/projector/projector.js";
 import { openReadModels } from "../../src/readModels/database.js";
-import { dataLeftInLog, type EventStore, type NewEvent, type SubscribeToAllOptions } from "../../src/store/eventStore.js";
+import {
+  dataLeftInLog,
+  type EventStore,
+  type NewEvent,
+  type RecordedEvent,
+  type SubscribeToAllOptions,
+} from "../../src/store/eventStore.js";
 import { openSqliteEventStore } from "../../src/store/sqlite/sqliteEventStore.js";
 
 /** Every table and index of a read-model file, each table's rows in a fixed order. */
@@ -314,6 +322,61 @@ describe("projections rebuild", function () {
     expect(contents(rebuilt)).to.deep.equal(contents(plain));
     // The log is no longer attached to the connection.
     expect(rebuilt.prepare("SELECT name FROM pragma_database_list ORDER BY seq").pluck().all()).to.deep.equal(["main"]);
+  });
+
+  it("into a file: builds it beside the old one and puts it in place whole, never applying the old file's WAL to it", async () => {
+    for (const { stream, events } of busyLog(8)) await store.append(stream, events);
+    const expected = readModels("expected.db");
+    const position = await rebuildProjections(store, expected, allProjections);
+    // The old read models as a killed node leaves them: rows in a WAL never copied back.
+    const file = join(dir, "read-models.db");
+    execFileSync(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `import Database from "better-sqlite3";
+       const db = new Database(${JSON.stringify(file)});
+       db.pragma("journal_mode = WAL");
+       db.pragma("wal_autocheckpoint = 0");
+       db.exec("CREATE TABLE old (n); CREATE TABLE emitted_events (stale);");
+       for (let i = 0; i < 200; i++) db.prepare("INSERT INTO old VALUES (?)").run("x".repeat(4000));
+       process.exit(0);`,
+      ],
+      { cwd: process.cwd() },
+    );
+    expect(statSync(`${file}-wal`).size, "the WAL the killed node left").to.be.above(100_000);
+    const rebuilt = await rebuildReadModelsFile(store, file, allProjections);
+    expect(rebuilt.position).to.equal(position);
+    expect(existsSync(`${file}.rebuilding`)).to.equal(false);
+    const db = readModels("read-models.db");
+    expect(db.pragma("journal_mode", { simple: true })).to.equal("wal");
+    expect(db.pragma("integrity_check", { simple: true })).to.equal("ok");
+    expect(contents(db)).to.deep.equal(contents(expected));
+  });
+
+  it("into a file: a rebuild that fails leaves the old file as it was, and nothing beside it", async () => {
+    for (const { stream, events } of busyLog(9)) await store.append(stream, events);
+    const file = join(dir, "read-models.db");
+    const old = readModels("read-models.db");
+    await rebuildProjections(store, old, allProjections);
+    const before = contents(old);
+    old.close();
+    open.splice(open.indexOf(old), 1);
+    const failing = {
+      ...emittedEventsProjection,
+      name: "failing",
+      tables: ["failing"],
+      schema: [],
+      applyBatch: (_db: Database, events: readonly RecordedEvent[]) => {
+        if (events.some((event) => event.position > 500)) throw new Error("this projection fails at position 500");
+      },
+    };
+    let failure: unknown;
+    await rebuildReadModelsFile(store, file, [...allProjections, failing]).catch((error: unknown) => (failure = error));
+    expect(String(failure)).to.match(/fails at position 500/);
+    expect(existsSync(`${file}.rebuilding`)).to.equal(false);
+    expect(contents(readModels("read-models.db"))).to.deep.equal(before);
   });
 
   it("rebuilding over an existing read model gives the same rows as a fresh one", async () => {

@@ -32,6 +32,10 @@ describe("runtime: modules in the sandbox", function () {
           .end(JSON.stringify({ method: req.method, body: JSON.parse(body || "null"), type: req.headers["content-type"] }));
       } else if (req.url === "/missing") {
         res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "nope" }));
+      } else if (req.url === "/files/report.csv") {
+        res
+          .writeHead(200, { "content-type": "text/csv", "last-modified": "Tue, 03 Nov 2026 10:00:00 GMT", etag: '"v1"' })
+          .end("a,b\n1,2\n");
       } else if (req.url === "/big") {
         res.writeHead(200).end("x".repeat(64 * 1024));
       } else if (req.url === "/slow") {
@@ -86,6 +90,87 @@ describe("runtime: modules in the sandbox", function () {
     expect(server.requests.some((r) => r.url === "/items?page=1")).to.equal(true);
     const bad = await runtime.invoke(invocation(prepared, { props: { baseUrl: "ftp://x" } }));
     expect(bad.error).to.include({ name: "ConfigurationError", message: "baseUrl must be an http(s) URL" });
+  });
+
+  it("serves every name @pipedream/platform exports: SQL app bases, file streams, OAuth 1.0a signing input, $end", async () => {
+    // An app file in the registry's style: its methods spread the platform's SQL bases when it
+    // loads, so a missing export failed every source of the app.
+    const prepared = await prepareCode(
+      runtime,
+      `import fs from "fs";
+       import { sqlProxy, sqlProp, getFileStream, getFileStreamAndMetadata, transformConfigForOauth, cloneSafe, $end, END_NEEDLE,
+         HTTP_METHODS, PD_OFFICIAL_GMAIL_OAUTH_CLIENT_ID, ConfigurationError, axios } from "@pipedream/platform";
+       const app = { methods: { ...sqlProxy.methods, ...sqlProp.methods, executeQuery({ query }) { return [{ query }]; } } };
+       const text = async (stream) => { let out = ""; for await (const chunk of stream) out += chunk.toString(); return out; };
+       const failure = async (fn) => { try { await fn(); return null; } catch (e) { return { name: e.name, message: e.message, configuration: e instanceof ConfigurationError }; } };
+       export default { name: "platform", version: "1", props: { base: "string" }, methods: app.methods, async run() {
+         fs.writeFileSync("/tmp/notes/today.txt".replace("/notes", ""), "hello file");
+         const local = await getFileStreamAndMetadata("today.txt");
+         const remote = await getFileStreamAndMetadata(this.base + "/files/report.csv");
+         const cyclic = { a: [1, { b: 2 }] }; cyclic.self = cyclic;
+         const config = { method: "post", baseURL: "https://api.example.com", url: "/1.1/statuses/update.json?x=1#frag",
+           params: { status: "Hi (there)!*'", n: 2 }, headers: { "Content-Type": "application/x-www-form-urlencoded" }, data: "a=1&b=two+words" };
+         const signed = transformConfigForOauth(config);
+         let ended; try { $end("stop here"); } catch (e) { ended = { message: e.message, needle: e[END_NEEDLE].message }; }
+         const api = axios.create({ baseURL: this.base });
+         this.$emit({
+           rows: this.executeQuery({ query: "select 1" }),
+           missing: await failure(() => this.getClientConfiguration()),
+           schema: await failure(() => this.getSchema()),
+           local: { text: await text(local.stream), ...local.metadata, lastModified: typeof local.metadata.lastModified.getTime() },
+           remote: { text: await text(await getFileStream(this.base + "/files/report.csv")), ...remote.metadata, lastModified: remote.metadata.lastModified.toISOString() },
+           notFound: await failure(() => getFileStream("/tmp/nothing.txt")),
+           outside: await failure(() => getFileStream("/etc/passwd")),
+           notHttp: await failure(() => getFileStream("ftp://example.com/x")),
+           gone: await failure(() => getFileStream(this.base + "/missing")),
+           signed, serializer: typeof config.paramsSerializer,
+           clone: cloneSafe(cyclic),
+           ended, methods: HTTP_METHODS.length, gmail: "client-123".includes(PD_OFFICIAL_GMAIL_OAUTH_CLIENT_ID),
+           created: await api.get("/items"),
+           apiError: await failure(() => axios(this, { url: this.base + "/missing" })),
+           body: await failure(() => axios(this, { url: this.base + "/items", body: {} })),
+         });
+       } };`,
+    );
+    const outcome = await runtime.invoke(invocation(prepared, { props: { base: server.url } }));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    const e = outcome.emits[0].event as Record<string, unknown>;
+    expect(e.rows).to.deep.equal([{ query: "select 1" }]);
+    expect(e.missing).to.deep.equal({ name: "ConfigurationError", message: "getClientConfiguration not implemented", configuration: true });
+    expect(e.schema).to.deep.equal({ name: "ConfigurationError", message: "getSchema not implemented", configuration: true });
+    expect(e.local).to.deep.equal({ text: "hello file", size: 10, name: "today.txt", contentType: "text/plain", lastModified: "number" });
+    expect(e.remote).to.deep.equal({
+      text: "a,b\n1,2\n",
+      size: 8,
+      contentType: "text/csv",
+      lastModified: "2026-11-03T10:00:00.000Z",
+      name: "report.csv",
+      etag: '"v1"',
+    });
+    expect(e.notFound).to.deep.include({ message: "File not found: /tmp/nothing.txt" });
+    expect(e.outside).to.deep.include({ message: "File not found: /etc/passwd" });
+    expect(e.notHttp).to.deep.include({ message: "Failed to fetch ftp://example.com/x: only http and https URLs can be fetched" });
+    expect(e.gone).to.deep.include({ message: `Failed to fetch ${server.url}/missing: 404 Not Found` });
+    // What OAuth 1.0a signs: the URL's parameters RFC 3986-escaped after its own query, the
+    // fragment dropped, and a form body's parameters.
+    expect(e.signed).to.deep.equal({
+      method: "post",
+      url: "https://api.example.com/1.1/statuses/update.json?x=1&status=Hi%20%28there%29%21%2A%27&n=2",
+      data: { a: "1", b: "two words" },
+    });
+    expect(e.serializer).to.equal("function");
+    expect(e.clone).to.deep.equal({ a: [1, { b: 2 }], self: "[Circular]" });
+    expect(e.ended).to.deep.equal({ message: "stop here", needle: "stop here" });
+    expect(e.methods).to.equal(9);
+    expect(e.gmail).to.equal(false);
+    expect(e.created).to.deep.include({ query: "/items" });
+    expect(e.apiError).to.deep.include({ name: "AxiosError - Request failed with status code 404", message: '{"error":"nope"}' });
+    expect(e.body).to.deep.include({ name: "ConfigurationError", message: "unexpected body, use only data instead" });
+    // The guarded runtime fetches files through the same outbound guard: loopback is refused.
+    const refused = await guarded.invoke(invocation(prepared, { props: { base: server.url } }));
+    expect(refused.ok).to.equal(false);
+    expect(refused.error).to.include({ name: "AxiosError" });
+    expect(refused.error?.message).to.match(/^refusing to connect to 127\.0\.0\.1 .*loopback address/);
   });
 
   it("serves axios, fetch and node-fetch through the host bridge, with axios error semantics", async () => {

@@ -45,6 +45,15 @@ describe("sources: published components deployed unchanged (compatibility)", fun
   const files = publishedFiles();
   const ACME_KEY = "acme-key-" + crypto.randomBytes(6).toString("hex");
   const OCTO_TOKEN = "octo-token-" + crypto.randomBytes(6).toString("hex");
+  const LEDGER_TOKEN = "ledger-token-" + crypto.randomBytes(6).toString("hex");
+  /** The ledger_db fixture's "database": rows of one table, and every query it was sent. */
+  const ledgerRows = [
+    { id: 1, amount: 10, created_at: "2026-11-01T10:00:00Z" },
+    { id: 2, amount: 25, created_at: "2026-11-02T10:00:00Z" },
+  ];
+  const ledgerQueries: { query: string; params: unknown[] }[] = [];
+  /** The remote-file fixture's file: its body changes during the test. */
+  let remoteFile = "first version\n";
   let admin: ApiClient;
   let acmeAccount: string;
   let octoAccount: string;
@@ -123,6 +132,27 @@ describe("sources: published components deployed unchanged (compatibility)", fun
       ]),
     );
     receiver.routes.set("/api/repos/acme/widgets/stargazers", octo([{ login: "ada" }, { login: "linus" }]));
+    const ledger = (handler: (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse, body: string) => void) =>
+      ((req, res, body) =>
+        req.headers.authorization === `Bearer ${LEDGER_TOKEN}`
+          ? handler(req, res, body)
+          : json(res, 401, { error: "bad token" })) as Parameters<typeof receiver.routes.set>[1];
+    receiver.routes.set(
+      "/ledger/schema",
+      ledger((_req, res) => json(res, 200, { payments: { id: { dataType: "integer" } }, refunds: { id: { dataType: "integer" } } })),
+    );
+    receiver.routes.set(
+      "/ledger/sql",
+      ledger((_req, res, body) => {
+        const { query, params } = JSON.parse(body) as { query: string; params: unknown[] };
+        ledgerQueries.push({ query, params });
+        json(res, 200, { rows: ledgerRows.filter((row) => row.id > Number(params[0])) });
+      }),
+    );
+    receiver.routes.set("/downloads/notes.txt", (_req, res) => {
+      res.writeHead(200, { "content-type": "text/plain", etag: `"${remoteFile.length}"` });
+      res.end(remoteFile);
+    });
     await server.start(60_000);
     admin = server.client();
     const a = await admin.post("/v1/accounts", { app: "acme_crm", name: "work", auth: { api_key: ACME_KEY, base_url: receiver.url } });
@@ -461,6 +491,45 @@ describe("sources: published components deployed unchanged (compatibility)", fun
     expect((await defaultEvents(batches.id)).map((e) => e.event.items)).to.deep.equal([
       ["a", "b"],
       ["c", "d"],
+    ]);
+  });
+
+  it("a SQL app spreading the platform's sqlProxy and sqlProp bases: new rows polled by id, the table's options from its schema", async () => {
+    const account = await admin.post("/v1/accounts", {
+      app: "ledger_db",
+      auth: { token: LEDGER_TOKEN, base_url: `${receiver.url}/ledger` },
+    });
+    expect(account.status, JSON.stringify(account.body)).to.equal(200);
+    const ledger = { authProvisionId: account.body.data.id };
+    const source = await deployUrl("ledger_db/sources/new-row/new-row.mjs", { ledger, table: "payments" });
+    expect(source.configured_props.timer).to.include({ interval_seconds: 900 });
+    await run(source.id);
+    ledgerRows.push({ id: 3, amount: 40, created_at: "2026-11-03T10:00:00Z" });
+    await run(source.id);
+    await run(source.id);
+    const emitted = await defaultEvents(source.id);
+    expect(emitted.map((e) => e.event.id)).to.deep.equal([1, 2, 3]);
+    expect(emitted.map((e) => e.metadata.summary)).to.include("New row 3 in payments");
+    expect(ledgerQueries.map((q) => q.params)).to.deep.equal([[0], [2], [3]]);
+    expect(ledgerQueries[0].query).to.equal("SELECT * FROM payments WHERE id > ? ORDER BY id");
+    const options = await admin.post(`/v1/components/${source.component_id}/props/table/options`, { configured_props: { ledger } });
+    expect(options.status, JSON.stringify(options.body)).to.equal(200);
+    expect(options.body.data.options.map((o: { value: string }) => o.value)).to.deep.equal(["payments", "refunds"]);
+  });
+
+  it("the platform's file helpers: a remote file streamed with its metadata and digested; a changed file emits again", async () => {
+    const source = await deployUrl("files/sources/remote-file-digest/remote-file-digest.mjs", {
+      url: `${receiver.url}/downloads/notes.txt`,
+    });
+    await run(source.id);
+    await run(source.id);
+    remoteFile = "second version, longer\n";
+    await run(source.id);
+    const emitted = await defaultEvents(source.id);
+    const digest = (text: string) => crypto.createHash("sha256").update(text).digest("hex");
+    expect(emitted.map((e) => e.event)).to.deep.equal([
+      { size: 14, contentType: "text/plain", name: "notes.txt", etag: '"14"', bytes: 14, sha256: digest("first version\n") },
+      { size: 23, contentType: "text/plain", name: "notes.txt", etag: '"23"', bytes: 23, sha256: digest("second version, longer\n") },
     ]);
   });
 

@@ -1,5 +1,12 @@
-// Headwater's own equivalent of @pipedream/platform (not a copy of it): the pieces components use.
+// Headwater's own equivalent of @pipedream/platform (not a copy of it): every name the package
+// exports that a component can use at run time. App files spread `sqlProxy.methods` and
+// `sqlProp.methods` into their own when they load, and import the file helpers for their actions,
+// so a missing name broke every source of those apps (docs/compatibility.md).
 import axiosClient, { type AxiosRequestConfig } from "./axios.js";
+import { parse as parseQuery, stringify as stringifyQuery } from "./querystring.js";
+import { bodyStream } from "../bodyStream.js";
+import { tmpStore } from "../tmpStore.js";
+import { isTmpPath, normalizePath } from "../tmpPath.js";
 
 export const DEFAULT_POLLING_SOURCE_TIMER_INTERVAL = 900;
 
@@ -8,14 +15,59 @@ export class ConfigurationError extends Error {
   exposeStack = false;
 }
 
+type PlatformRequestConfig = AxiosRequestConfig & { returnFullResponse?: boolean; debug?: boolean; body?: unknown };
+
+/**
+ * As the platform reports a failed request: the error's name gains its message, and its message
+ * becomes the response body's JSON (what the API said, which is what a run's error should show).
+ */
+function withResponseBody(error: unknown): unknown {
+  const response = (error as { response?: { data?: unknown } } | null)?.response;
+  if (response && error instanceof Error) {
+    error.name = `${error.name} - ${error.message}`;
+    try {
+      const text = JSON.stringify(response.data);
+      if (typeof text === "string") error.message = text;
+    } catch {
+      // The body cannot be shown as JSON: the message stays axios's.
+    }
+  }
+  return error;
+}
+
+function checkBody(config: PlatformRequestConfig | undefined): void {
+  if (config?.body != null) throw new ConfigurationError("unexpected body, use only data instead");
+}
+
 /** axios($, config): the response data, or the whole response with returnFullResponse. */
-export async function axios($: unknown, config: AxiosRequestConfig & { returnFullResponse?: boolean; debug?: boolean }): Promise<unknown> {
+export async function axios($: unknown, config: PlatformRequestConfig): Promise<unknown> {
   void $;
+  checkBody(config);
   const { returnFullResponse, debug, ...rest } = config ?? {};
   void debug;
-  const response = await axiosClient.request(rest);
-  return returnFullResponse ? response : response.data;
+  try {
+    const response = await axiosClient.request(rest);
+    return returnFullResponse ? response : response.data;
+  } catch (error) {
+    throw withResponseBody(error);
+  }
 }
+
+/** `axios.create(config)`: an axios instance whose answers are the response data (the whole response with returnFullResponse). */
+axios.create = (defaults: PlatformRequestConfig = {}) => {
+  const instance = axiosClient.create(defaults);
+  instance.interceptors.request.use((config) => {
+    checkBody(config);
+    return config;
+  });
+  instance.interceptors.response.use(
+    (response) => ((response.config as PlatformRequestConfig).returnFullResponse ? response : (response.data as typeof response)),
+    (error: unknown) => {
+      throw withResponseBody(error);
+    },
+  );
+  return instance;
+};
 
 export function jsonStringifySafe(value: unknown): string {
   const seen = new WeakSet<object>();
@@ -28,4 +80,212 @@ export function jsonStringifySafe(value: unknown): string {
   });
 }
 
-export default { axios, ConfigurationError, DEFAULT_POLLING_SOURCE_TIMER_INTERVAL, jsonStringifySafe };
+/** A deep copy through JSON, circular references made "[Circular]" (undefined stays undefined). */
+export function cloneSafe<T>(value: T): T {
+  if (value === undefined) return value;
+  return JSON.parse(jsonStringifySafe(value)) as T;
+}
+
+/**
+ * Gmail sources ask whether an account uses Pipedream's own OAuth client. No account here does:
+ * this text is in no client id (an undefined constant would have matched a missing one).
+ */
+export const PD_OFFICIAL_GMAIL_OAUTH_CLIENT_ID = "headwater: no official Gmail OAuth client";
+
+export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"];
+
+/** What `$end` tags its error with. */
+export const END_NEEDLE = "__pd_end";
+
+/** Ends the run early by throwing an error tagged with END_NEEDLE (a source's run ends with that error). */
+export function $end(message?: string): never {
+  const error = new Error(message ?? "$end");
+  Object.defineProperty(error, END_NEEDLE, { value: { message, ts: new Date().toISOString() }, enumerable: true });
+  throw error;
+}
+
+/** Methods an app fills in; until it does, calling one says which is missing. */
+function notImplemented(name: string): () => never {
+  return () => {
+    throw new ConfigurationError(`${name} not implemented`);
+  };
+}
+
+/** What SQL apps spread into their methods: the client's configuration, a query, its proxy form. */
+export const sqlProxy = {
+  methods: {
+    getClientConfiguration: notImplemented("getClientConfiguration"),
+    executeQuery: notImplemented("executeQuery"),
+    proxyAdapter: notImplemented("proxyAdapter"),
+  },
+};
+
+/** What SQL apps spread into their methods for the `sql` prop: the database's schema. */
+export const sqlProp = {
+  methods: {
+    getSchema: notImplemented("getSchema"),
+  },
+};
+
+/** Query parameters as OAuth 1.0a signs them: RFC 3986 escapes, `!'()*` included. */
+function oauthParams(params: unknown): string {
+  return stringifyQuery(params).replace(/[!'()*]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
+}
+
+/**
+ * The request an OAuth 1.0a signature covers: method, the URL with its parameters as they will be
+ * sent, and the body's parameters when the body is a form. Sets the config's `paramsSerializer`
+ * so the request sends its parameters exactly as signed.
+ */
+export function transformConfigForOauth(config: AxiosRequestConfig & { params?: unknown }): {
+  method: string;
+  url: string;
+  data?: unknown;
+} {
+  let url = `${config.baseURL ?? ""}${config.url ?? ""}`;
+  const query = config.params == null ? "" : oauthParams(config.params);
+  if (query !== "") {
+    const hash = url.indexOf("#");
+    if (hash >= 0) url = url.slice(0, hash);
+    url += (url.includes("?") ? "&" : "?") + query;
+  }
+  const signed: { method: string; url: string; data?: unknown } = { method: config.method || "get", url };
+  const typeHeader = Object.keys(config.headers ?? {}).find((name) => /content-type/i.test(name));
+  const form = typeHeader !== undefined && config.headers?.[typeHeader] === "application/x-www-form-urlencoded";
+  if (form && config.data && typeof config.data === "object") signed.data = config.data;
+  else if (typeof config.data === "string" && (typeHeader === undefined || form)) signed.data = parseQuery(config.data);
+  config.paramsSerializer = oauthParams;
+  return signed;
+}
+
+export interface FileMetadata {
+  size?: number;
+  contentType?: string;
+  lastModified?: Date;
+  name?: string;
+  etag?: string;
+}
+
+/** Content types by file extension, for the common kinds of file a run handles (others: none). */
+const CONTENT_TYPES: Record<string, string> = {
+  txt: "text/plain",
+  csv: "text/csv",
+  tsv: "text/tab-separated-values",
+  html: "text/html",
+  htm: "text/html",
+  css: "text/css",
+  md: "text/markdown",
+  xml: "application/xml",
+  json: "application/json",
+  js: "application/javascript",
+  mjs: "application/javascript",
+  pdf: "application/pdf",
+  zip: "application/zip",
+  gz: "application/gzip",
+  tar: "application/x-tar",
+  doc: "application/msword",
+  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  xls: "application/vnd.ms-excel",
+  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  ppt: "application/vnd.ms-powerpoint",
+  pptx: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  gif: "image/gif",
+  webp: "image/webp",
+  svg: "image/svg+xml",
+  ico: "image/vnd.microsoft.icon",
+  mp3: "audio/mpeg",
+  wav: "audio/wav",
+  ogg: "audio/ogg",
+  mp4: "video/mp4",
+  webm: "video/webm",
+  mov: "video/quicktime",
+};
+
+function contentTypeOf(name: string): string | undefined {
+  const dot = name.lastIndexOf(".");
+  return dot < 0 ? undefined : CONTENT_TYPES[name.slice(dot + 1).toLowerCase()];
+}
+
+function remoteUrl(pathOrUrl: string): URL | undefined {
+  let url: URL;
+  try {
+    url = new URL(pathOrUrl);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(`Failed to fetch ${pathOrUrl}: only http and https URLs can be fetched`);
+  }
+  return url;
+}
+
+/**
+ * A readable stream of a file of the run's /tmp (a relative path is under /tmp) or of an http(s)
+ * URL (fetched through the sandbox's guarded outbound HTTP, whole, within its response limit),
+ * with what is known of it.
+ */
+export async function getFileStreamAndMetadata(pathOrUrl: string): Promise<{ stream: unknown; metadata: FileMetadata }> {
+  if (typeof pathOrUrl !== "string" || pathOrUrl === "") throw new TypeError("getFileStreamAndMetadata: a file path or URL is required");
+  const url = remoteUrl(pathOrUrl);
+  if (url === undefined) {
+    const path = normalizePath(pathOrUrl);
+    const entry = isTmpPath(path) ? tmpStore.get(path) : undefined;
+    if (entry?.kind !== "file") throw new Error(`File not found: ${pathOrUrl}`);
+    const name = path.slice(path.lastIndexOf("/") + 1);
+    return {
+      stream: bodyStream(entry.data),
+      metadata: { size: entry.data.byteLength, lastModified: new Date(entry.mtimeMs), name, contentType: contentTypeOf(name) },
+    };
+  }
+  const response = await axiosClient.request({
+    url: url.toString(),
+    method: "GET",
+    responseType: "arraybuffer",
+    validateStatus: () => true,
+  });
+  if (response.status < 200 || response.status > 299) {
+    throw new Error(`Failed to fetch ${pathOrUrl}: ${response.status} ${response.statusText}`);
+  }
+  const header = (name: string): string | undefined => {
+    const value = response.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  // arraybuffer: a Buffer of the body.
+  const body = response.data as Uint8Array;
+  const modified = header("last-modified");
+  return {
+    stream: bodyStream(body),
+    metadata: {
+      size: body.byteLength,
+      contentType: header("content-type"),
+      lastModified: modified === undefined ? undefined : new Date(modified),
+      name: url.pathname.split("/").pop() || undefined,
+      etag: header("etag"),
+    },
+  };
+}
+
+/** `getFileStreamAndMetadata`'s stream alone. */
+export async function getFileStream(pathOrUrl: string): Promise<unknown> {
+  return (await getFileStreamAndMetadata(pathOrUrl)).stream;
+}
+
+export default {
+  axios,
+  ConfigurationError,
+  DEFAULT_POLLING_SOURCE_TIMER_INTERVAL,
+  PD_OFFICIAL_GMAIL_OAUTH_CLIENT_ID,
+  HTTP_METHODS,
+  END_NEEDLE,
+  $end,
+  cloneSafe,
+  jsonStringifySafe,
+  sqlProxy,
+  sqlProp,
+  transformConfigForOauth,
+  getFileStream,
+  getFileStreamAndMetadata,
+};

@@ -4,6 +4,7 @@
 import { Buffer } from "buffer";
 import Stream from "stream";
 import { internals } from "./internals.js";
+import { isTmpPath, normalizePath } from "../tmpPath.js";
 
 type PathLike = string | Buffer | URL;
 type Encoding = BufferEncoding | null | undefined;
@@ -44,15 +45,8 @@ function resolvePath(p: PathLike, syscall: string): string {
     text = decodeURIComponent(p.pathname);
   } else throw Object.assign(new TypeError(`The "path" argument must be of type string, Buffer or URL`), { code: "ERR_INVALID_ARG_TYPE" });
   if (text.includes("\0")) throw Object.assign(new TypeError("The path must not contain null bytes"), { code: "ERR_INVALID_ARG_VALUE" });
-  const absolute = text.startsWith("/") ? text : `/tmp/${text}`;
-  const parts: string[] = [];
-  for (const part of absolute.split("/")) {
-    if (part === "" || part === ".") continue;
-    if (part === "..") parts.pop();
-    else parts.push(part);
-  }
-  const normalized = "/" + parts.join("/");
-  if (normalized !== "/tmp" && !normalized.startsWith("/tmp/")) throw fsError("EACCES", syscall, text);
+  const normalized = normalizePath(text);
+  if (!isTmpPath(normalized)) throw fsError("EACCES", syscall, text);
   return normalized;
 }
 

@@ -497,6 +497,30 @@ describe("runtime: Node compatibility layer", function () {
     }
   });
 
+  it("an npm package importing a module the sandbox cannot offer saves; the module throws, naming the call, only when used", async () => {
+    // https-proxy-agent imports net and tls when it loads and uses them only to connect.
+    const prepared = await prepareCode(
+      runtime,
+      `import { HttpsProxyAgent } from "https-proxy-agent@7.0.6";
+       export default { name: "proxy", version: "1", async run() {
+         const agent = new HttpsProxyAgent("http://proxy.example:3128");
+         let connect;
+         try { await agent.connect({}, { host: "example.com", port: 443, secureEndpoint: true }); } catch (e) { connect = { message: e.message, code: e.code }; }
+         this.$emit({ proxy: agent.proxy.host, connect });
+       } };`,
+    );
+    const outcome = await runtime.invoke(invocation(prepared));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits[0].event).to.deep.equal({
+      proxy: "proxy.example:3128",
+      connect: {
+        message:
+          "net.connect is not available in the sandbox: the sandbox has no sockets (make HTTP requests with fetch, axios, http or https)",
+        code: "ERR_FEATURE_UNAVAILABLE_ON_PLATFORM",
+      },
+    });
+  });
+
   it("heavy polyfills are bundled only into components that import them", async () => {
     const plain = await prepareCode(runtime, source(`this.$emit({ ok: true });`));
     const withStream = await prepareCode(runtime, source(`this.$emit({ ok: typeof Readable });`, `import { Readable } from "stream";`));

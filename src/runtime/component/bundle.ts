@@ -7,6 +7,7 @@ import * as esbuild from "esbuild";
 import type { Problem } from "../errors.js";
 import { ModuleFetchError, UPLOAD_BASE, type ModuleLoader } from "./moduleSource.js";
 import type { NpmCache } from "./npmCache.js";
+import { STUBBED_BUILTINS, stubModuleSource } from "./stubModules.js";
 import {
   AVAILABLE_BUILTINS,
   builtinName,
@@ -141,6 +142,8 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
               pluginData: { headwaterPassThrough: true },
             });
             if (mapped.errors.length === 0 && mapped.path) return mapped;
+            // A package's import of a module the sandbox cannot offer: a stub that throws when used.
+            if (STUBBED_BUILTINS.has(builtin)) return { path: builtin, namespace: "stub-module" };
           }
           return {
             errors: [
@@ -228,6 +231,8 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
         contents: `module.exports = globalThis.__hw_modules[${JSON.stringify(args.path)}];`,
         loader: "js",
       }));
+
+      build.onLoad({ filter: /.*/, namespace: "stub-module" }, (args) => ({ contents: stubModuleSource(args.path), loader: "js" }));
 
       // Node's CommonJS shape (require("stream") is the Stream class) from each module's default export.
       build.onLoad({ filter: /.*/, namespace: "node-module" }, (args) => ({

@@ -14,6 +14,9 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 const queryAjv = addFormats(new Ajv2020({ allErrors: true, coerceTypes: true, useDefaults: true, strict: true }));
 const bodyAjv = addFormats(new Ajv2020({ allErrors: true, useDefaults: true, strict: true }));
 
+/** The pattern of a name that must not be blank: some character other than white space. */
+export const NOT_BLANK = "\\S";
+
 export interface Validator<T> {
   (value: unknown): T;
 }
@@ -37,7 +40,9 @@ function describe(error: ErrorObject, where: string): ErrorDetail {
       ? "is not a known parameter"
       : error.keyword === "required"
         ? "is required"
-        : (error.message ?? "is invalid");
+        : error.keyword === "pattern" && (error.params as { pattern?: string }).pattern === NOT_BLANK
+          ? "must not be blank"
+          : (error.message ?? "is invalid");
   return { path, message };
 }
 

@@ -133,6 +133,35 @@ describe("API conventions (real server)", function () {
       expect(pair.body.data.name).to.equal("🎉");
     });
 
+    it("400 for a blank name (only white space) of a source, webhook or account, and nothing is written", async () => {
+      const counts = async () =>
+        Promise.all(
+          ["/v1/users/me/webhooks", "/v1/users/me/sources", "/v1/users/me/accounts"].map(
+            async (p) => (await admin.get(p)).body.page_info.total_count,
+          ),
+        );
+      const before = await counts();
+      const blank = [
+        ["/v1/webhooks", { url: "https://example.com/", name: "   " }],
+        ["/v1/webhooks", { url: "https://example.com/", name: "" }],
+        ["/v1/sources", { component_code: "export default { name: 'x', version: '1', async run() {} };", name: " \t\n " }],
+        ["/v1/accounts", { app: "acme", name: "\u00a0 ", auth: { api_key: "k" } }],
+      ] as const;
+      for (const [path, body] of blank) {
+        const r = await admin.post(path, body);
+        expect(r.status, `${path} ${JSON.stringify(body)}`).to.equal(400);
+        expect(r.body.details, path).to.deep.include({ path: "body.name", message: "must not be blank" });
+      }
+      expect(await counts()).to.deep.equal(before);
+      // Renaming to a blank name is refused too; a name with other characters around spaces is fine.
+      const hook = await admin.post("/v1/webhooks", { url: "https://example.com/", name: "  spaced  name " });
+      expect(hook.status, JSON.stringify(hook.body)).to.equal(200);
+      expect(hook.body.data.name).to.equal("  spaced  name ");
+      const rename = await admin.request("PUT", `/v1/webhooks/${hook.body.data.id}`, { name: " " });
+      expect(rename.status).to.equal(400);
+      expect(rename.body.details).to.deep.include({ path: "body.name", message: "must not be blank" });
+    });
+
     it("400 listing every invalid field", async () => {
       const r = await admin.post("/v1/users/me/api_keys", { name: 5, colour: "red" });
       expect(r.status).to.equal(400);

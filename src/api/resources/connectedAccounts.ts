@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { NOT_BLANK } from "../../validation.js";
 import { route, type Caller, type Route, queryOrBody } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data, Paged, pageBody } from "../pagination.js";
@@ -48,7 +49,7 @@ export function connectedAccountRoutes(deps: AccountDeps): Route[] {
       tag: "accounts",
       body: {
         app: Type.String({ minLength: 1, maxLength: 100, description: "the app's name slug, as app props name it (github, slack, …)" }),
-        name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK })),
         auth: Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), {
           description: "the credentials the app's code reads as this.<app>.$auth (api_key, oauth_access_token, …)",
         }),

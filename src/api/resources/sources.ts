@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { NOT_BLANK } from "../../validation.js";
 import { route, type Caller, type Route, queryOrBody } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data, Paged, pageBody } from "../pagination.js";
@@ -111,7 +112,7 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
       tag: "sources",
       body: {
         ...componentChoice,
-        name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK })),
         configured_props: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
       },
       fields,
@@ -187,7 +188,7 @@ export function sourceRoutes(deps: SourceDeps): Route[] {
       query: { force: Type.Optional(Type.Boolean({ description: "proceed even if a hook throws (the error is logged)" })) },
       body: {
         ...componentChoice,
-        name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK })),
         active: Type.Optional(Type.Boolean({ default: true })),
         configured_props: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
       },

@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { NOT_BLANK } from "../../validation.js";
 import { route, type Caller, type Route, queryOrBody } from "../route.js";
 import { written, type ApiDeps } from "../deps.js";
 import { Data, Paged, pageBody } from "../pagination.js";
@@ -43,7 +44,7 @@ export const DeliveryAttempt = Type.Object(
 const WEBHOOK_ID = Type.String({ maxLength: 100, description: "wh_ id" });
 const fields = {
   url: Type.Optional(Type.String({ maxLength: 2048 })),
-  name: Type.Optional(Type.String({ maxLength: 200 })),
+  name: Type.Optional(Type.String({ maxLength: 200, pattern: NOT_BLANK })),
   description: Type.Optional(Type.String({ maxLength: 2000 })),
 };
 
@@ -164,7 +165,7 @@ export function webhookRoutes(deps: WebhookDeps): Route[] {
       params: { id: WEBHOOK_ID },
       body: {
         url: fields.url,
-        name: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()])),
+        name: Type.Optional(Type.Union([Type.String({ maxLength: 200, pattern: NOT_BLANK }), Type.Null()])),
         description: Type.Optional(Type.Union([Type.String({ maxLength: 2000 }), Type.Null()])),
         active: Type.Optional(Type.Boolean()),
       },

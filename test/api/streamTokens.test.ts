@@ -96,6 +96,19 @@ describe("stream tokens for browsers' EventSource (real server)", function () {
     expect(((await again.json()) as any).error).to.match(/already used/);
   });
 
+  it("with an Authorization header, the header alone decides: the token is neither used nor spent", async () => {
+    const { url } = await mint(source.id);
+    const wrongKey = await fetch(url, { headers: { authorization: "Bearer hw_not_a_key" } });
+    expect(wrongKey.status, "a bad header is not rescued by a good token").to.equal(401);
+    expect(((await wrongKey.json()) as any).error).to.match(/unknown or revoked/);
+    const withKey = await fetch(url, { headers: { authorization: `Bearer ${server.bootstrapKey}` } });
+    expect(withKey.status).to.equal(200);
+    await withKey.body?.cancel();
+    const opened = await fetch(url);
+    expect(opened.status, "the token still opens its stream once").to.equal(200);
+    await opened.body?.cancel();
+  });
+
   it("opens only the stream of its own source, and nothing else", async () => {
     const { token } = await mint(source.id);
     const wrongSource = await fetch(`${server.url}/sources/${other.id}/sse?stream_token=${encodeURIComponent(token)}`);

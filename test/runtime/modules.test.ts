@@ -32,6 +32,8 @@ describe("runtime: modules in the sandbox", function () {
           .end(JSON.stringify({ method: req.method, body: JSON.parse(body || "null"), type: req.headers["content-type"] }));
       } else if (req.url === "/missing") {
         res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "nope" }));
+      } else if (req.url === "/raw") {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ received: body.length }));
       } else if (req.url === "/files/report.csv") {
         res
           .writeHead(200, { "content-type": "text/csv", "last-modified": "Tue, 03 Nov 2026 10:00:00 GMT", etag: '"v1"' })
@@ -171,6 +173,76 @@ describe("runtime: modules in the sandbox", function () {
     expect(refused.ok).to.equal(false);
     expect(refused.error).to.include({ name: "AxiosError" });
     expect(refused.error?.message).to.match(/^refusing to connect to 127\.0\.0\.1 .*loopback address/);
+  });
+
+  it("serves the npm form-data package's Node API: Buffers and streams with filenames, getHeaders, sent by axios, fetch and node-fetch", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      `import FormData from "form-data";
+       import fs from "fs";
+       import fetchNode from "node-fetch";
+       import { axios } from "@pipedream/platform";
+       const build = async (base) => {
+         const form = new FormData();
+         form.append("note", "héllo");
+         form.append("count", 42);
+         form.append("blob", Buffer.from("abc"), { filename: "a.bin" });
+         form.append("table", Buffer.from("x,y\\n1,2\\n"), { filename: "rows.txt", contentType: "text/csv" });
+         form.append("upload", fs.createReadStream("/tmp/data.json"));
+         const remote = await axios(this, { url: base + "/files/report.csv", responseType: "stream" });
+         form.append("remote", remote, "report.csv");
+         return form;
+       };
+       export default { name: "forms", version: "1", props: { base: "string" }, async run() {
+         fs.writeFileSync("/tmp/data.json", JSON.stringify({ ok: true }));
+         const viaAxios = await build(this.base);
+         const headers = viaAxios.getHeaders({ "X-Trace": "t1" });
+         await axios(this, { method: "POST", url: this.base + "/raw", data: viaAxios, headers });
+         await fetch(this.base + "/raw", { method: "POST", body: await build(this.base) });
+         await fetchNode(this.base + "/raw", { method: "POST", body: await build(this.base) });
+         const small = new FormData();
+         small.append("a", "1");
+         small.append("b", Buffer.from("two"), { filename: "b.txt" });
+         let submit; try { small.submit("http://example.com"); } catch (e) { submit = e.message; }
+         let arrays; const bad = new FormData(); bad.on("error", (e) => (arrays = e.message)); bad.append("list", [1, 2]);
+         this.$emit({ headers, boundary: viaAxios.getBoundary(), small: small.getBuffer().toString(), known: small.hasKnownLength(),
+           lengthSync: small.getLengthSync(), length: small.getBuffer().length, streamKnown: viaAxios.hasKnownLength(), submit, arrays,
+           tag: String(small) });
+       } };`,
+    );
+    const before = server.requests.length;
+    const outcome = await runtime.invoke(invocation(prepared, { props: { base: server.url } }));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    const e = outcome.emits[0].event as Record<string, any>;
+    expect(e.boundary).to.match(/^-{26}[0-9a-f]{24}$/);
+    expect(e.headers).to.deep.equal({ "x-trace": "t1", "content-type": `multipart/form-data; boundary=${e.boundary}` });
+    const sent = server.requests.slice(before).filter((r) => r.url === "/raw");
+    expect(sent).to.have.length(3);
+    expect(sent[0].headers["content-type"]).to.equal(`multipart/form-data; boundary=${e.boundary}`);
+    expect(sent[0].headers["x-trace"]).to.equal("t1");
+    // Each body read by an independent parser (Node's own multipart reader, undici's).
+    for (const request of sent) {
+      const form = await new Response(request.body, { headers: { "content-type": String(request.headers["content-type"]) } }).formData();
+      const file = async (name: string) => {
+        const value = form.get(name) as File;
+        return { name: value.name, type: value.type, text: await value.text() };
+      };
+      expect(form.get("note")).to.equal("héllo");
+      expect(form.get("count")).to.equal("42");
+      expect(await file("blob")).to.deep.equal({ name: "a.bin", type: "application/octet-stream", text: "abc" });
+      expect(await file("table")).to.deep.equal({ name: "rows.txt", type: "text/csv", text: "x,y\n1,2\n" });
+      expect(await file("upload")).to.deep.equal({ name: "data.json", type: "application/json", text: '{"ok":true}' });
+      expect(await file("remote")).to.deep.equal({ name: "report.csv", type: "text/csv", text: "a,b\n1,2\n" });
+    }
+    const b = e.boundary.replace(/[0-9a-f]{24}$/, "");
+    expect(e.small.replace(/-{26}[0-9a-f]{24}/g, `${b}B`)).to.equal(
+      `--${b}B\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n` +
+        `--${b}B\r\nContent-Disposition: form-data; name="b"; filename="b.txt"\r\nContent-Type: text/plain\r\n\r\ntwo\r\n` +
+        `--${b}B--\r\n`,
+    );
+    expect(e).to.deep.include({ known: true, streamKnown: false, tag: "[object FormData]", arrays: "Arrays are not supported." });
+    expect(e.lengthSync).to.equal(e.length);
+    expect(e.submit).to.match(/submit\(\) is not available in the sandbox/);
   });
 
   it("serves axios, fetch and node-fetch through the host bridge, with axios error semantics", async () => {

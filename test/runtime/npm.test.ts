@@ -126,28 +126,32 @@ describe("runtime: npm packages", function () {
     expect(e.token).to.equal(byHand);
   });
 
-  it("loads form-data@4.0.6, whose browser build is the global FormData (self.FormData)", async () => {
+  it("serves form-data (any version) with Headwater's own Node API equivalent, which takes standard Blobs too", async () => {
     const prepared = await prepareComponent(
       {
         code: `import FormData from "form-data@4.0.6";
           export default { name: "form", version: "1", async run() {
             const form = new FormData();
+            form.setBoundary("B");
             form.append("a", "1");
             form.append("file", new Blob(["content"], { type: "text/plain" }), "f.txt");
-            this.$emit({ same: FormData === globalThis.FormData, entries: [...form].map(([k, v]) => [k, typeof v === "string" ? v : v.name + ":" + v.type]) });
+            form.append("named", new File(["x"], "n.csv", { type: "text/csv" }));
+            this.$emit({ standard: FormData === globalThis.FormData, body: form.getBuffer().toString(), headers: form.getHeaders() });
           } };`,
       },
       { runtime },
     );
-    expect(prepared.packages).to.deep.equal([{ name: "form-data", version: "4.0.6" }]);
+    expect(prepared.packages, "nothing installed from npm").to.deep.equal([]);
     const outcome = await runtime.invoke(invocation(prepared));
     expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
     expect(outcome.emits[0]?.event).to.deep.equal({
-      same: true,
-      entries: [
-        ["a", "1"],
-        ["file", "f.txt:text/plain"],
-      ],
+      standard: false,
+      body:
+        '--B\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n' +
+        '--B\r\nContent-Disposition: form-data; name="file"; filename="f.txt"\r\nContent-Type: text/plain\r\n\r\ncontent\r\n' +
+        '--B\r\nContent-Disposition: form-data; name="named"; filename="n.csv"\r\nContent-Type: text/csv\r\n\r\nx\r\n' +
+        "--B--\r\n",
+      headers: { "content-type": "multipart/form-data; boundary=B" },
     });
   });
 

@@ -41,7 +41,7 @@ export const LAZY_BUILTINS: ReadonlyMap<string, string> = new Map([
 /** Every built-in a component may import by name. */
 export const AVAILABLE_BUILTINS = [...SANDBOX_BUILTINS, ...LAZY_BUILTINS.keys()].sort();
 
-/** Packages served by Headwater's own modules instead of npm: the platform and HTTP clients. */
+/** Packages served by Headwater's own modules instead of npm: the platform, HTTP clients and form-data. */
 export const SANDBOX_PACKAGES = new Set([
   "@pipedream/platform",
   "@pipedream/types",
@@ -49,6 +49,7 @@ export const SANDBOX_PACKAGES = new Set([
   "node-fetch",
   "cross-fetch",
   "isomorphic-fetch",
+  "form-data",
 ]);
 
 const NODE_BUILTINS = new Set(builtinModules.filter((m) => !m.startsWith("_")));

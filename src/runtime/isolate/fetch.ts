@@ -2,6 +2,7 @@
 import { Buffer } from "buffer";
 import { DOMException, Event, EventTarget } from "./domEvents.js";
 import { HttpBridgeError, hostRequest, type RawResponse } from "./http.js";
+import { isNodeFormData, NODE_FORM_BODY } from "./nodeForm.js";
 import { concatBytes, utf8Decode, utf8Encode } from "./textCodec.js";
 import { URL, URLSearchParams } from "./url.js";
 import type { ReadableStream as PonyfillStream } from "web-streams-polyfill";
@@ -378,7 +379,11 @@ export async function fetch(input: unknown, init: RequestInit = {}): Promise<Res
   const redirect = init.redirect ?? request?.redirect;
   const signal = init.signal ?? request?.signal;
   let body: Uint8Array | undefined;
-  if (init.body !== undefined && init.body !== null) {
+  if (isNodeFormData(init.body)) {
+    const form = await init.body[NODE_FORM_BODY]();
+    headers.set("content-type", form.contentType);
+    body = form.body;
+  } else if (init.body !== undefined && init.body !== null) {
     const extracted = extractBody(init.body);
     if (extracted && "type" in extracted && extracted.type && !headers.has("content-type")) headers.set("content-type", extracted.type);
     body = extracted === undefined ? undefined : "stream" in extracted ? await readAll(extracted.stream) : extracted.bytes;

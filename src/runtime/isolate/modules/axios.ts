@@ -1,4 +1,5 @@
 // An axios-compatible client served by the host HTTP bridge (the npm axios needs Node's http).
+import { isNodeFormData, NODE_FORM_BODY, type NodeFormBody } from "../nodeForm.js";
 import { Buffer } from "buffer";
 import { bodyStream } from "../bodyStream.js";
 import { HttpBridgeError, hostRequest, type RawResponse } from "../http.js";
@@ -231,6 +232,14 @@ function buildUrl(config: AxiosRequestConfig): string {
   return url;
 }
 
+/** A form-data body, its stream values read; its Content-Type (with its boundary) replaces any given. */
+async function nodeFormBody(form: NodeFormBody, headers: Record<string, string | string[]>): Promise<Uint8Array> {
+  const { body, contentType } = await form[NODE_FORM_BODY]();
+  for (const key of Object.keys(headers)) if (key.toLowerCase() === "content-type") delete headers[key];
+  headers["content-type"] = contentType;
+  return body;
+}
+
 function headerLookup(headers: Record<string, string | string[]>, name: string): string | undefined {
   const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
   const value = key === undefined ? undefined : headers[key];
@@ -320,7 +329,9 @@ async function dispatch(config: AxiosRequestConfig): Promise<AxiosResponse> {
     const token = Buffer.from(`${config.auth.username ?? ""}:${config.auth.password ?? ""}`).toString("base64");
     headers["authorization"] = `Basic ${token}`;
   }
-  const body = prepareBody(config.data, headers, config.formSerializer);
+  const body = isNodeFormData(config.data)
+    ? await nodeFormBody(config.data, headers)
+    : prepareBody(config.data, headers, config.formSerializer);
   const url = buildUrl(config);
   let raw: RawResponse;
   try {

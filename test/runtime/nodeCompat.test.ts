@@ -99,6 +99,65 @@ describe("runtime: Node compatibility layer", function () {
     });
   });
 
+  it("TextDecoder and TextEncoder answer as Node's: streaming, fatal, byte order marks, UTF-16 and windows-1252, labels, encodeInto", async () => {
+    // One battery, run in the sandbox and here with Node's own classes: the answers must be equal.
+    const battery = `(async () => {
+      const attempt = (fn) => { try { return fn(); } catch (e) { return { error: e.name, code: e.code }; } };
+      const bytes = (...b) => new Uint8Array(b);
+      const utf8 = new TextEncoder().encode("h\u00e9llo \ud83d\ude00 w\u00f6rld \u20ac");
+      const splits = [];
+      for (let at = 0; at <= utf8.length; at++) {
+        const d = new TextDecoder();
+        splits.push(d.decode(utf8.subarray(0, at), { stream: true }) + d.decode(utf8.subarray(at)));
+      }
+      const three = new TextDecoder();
+      const pieces = [three.decode(utf8.subarray(0, 7), { stream: true }), three.decode(utf8.subarray(7, 9), { stream: true }), three.decode(utf8.subarray(9), { stream: true }), three.decode()];
+      const utf16 = bytes(0xff, 0xfe, 0x68, 0, 0xe9, 0, 0x3d, 0xd8, 0x00, 0xde, 0x21, 0);
+      const utf16Splits = [];
+      for (let at = 0; at <= utf16.length; at++) {
+        const d = new TextDecoder("utf-16le");
+        utf16Splits.push(d.decode(utf16.subarray(0, at), { stream: true }) + d.decode(utf16.subarray(at)));
+      }
+      const chunks = [];
+      const stream = new Blob([utf8]).stream().pipeThrough(new TextDecoderStream());
+      for await (const chunk of stream) chunks.push(chunk);
+      const into = (text, size) => { const dest = new Uint8Array(size); const r = new TextEncoder().encodeInto(text, dest); return [r.read, r.written, Array.from(dest)]; };
+      return {
+        splits: [...new Set(splits)],
+        pieces: pieces.join(""),
+        cut: new TextDecoder().decode(bytes(0xe2, 0x82)),
+        invalid: new TextDecoder().decode(bytes(0x61, 0xff, 0x62, 0xc3, 0x28)),
+        fatal: attempt(() => new TextDecoder("utf-8", { fatal: true }).decode(bytes(0x61, 0xff))),
+        fatalCut: attempt(() => new TextDecoder("utf-8", { fatal: true }).decode(bytes(0xe2, 0x82))),
+        fatalReplacementChar: attempt(() => new TextDecoder("utf-8", { fatal: true }).decode(bytes(0xef, 0xbf, 0xbd))),
+        bom: new TextDecoder().decode(bytes(0xef, 0xbb, 0xbf, 0x41)),
+        bomKept: new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes(0xef, 0xbb, 0xbf, 0x41)),
+        bomTwice: (() => { const d = new TextDecoder(); return d.decode(bytes(0xef, 0xbb, 0xbf, 0x41), { stream: true }) + d.decode(bytes(0xef, 0xbb, 0xbf, 0x42)); })(),
+        bomAgain: (() => { const d = new TextDecoder(); return [d.decode(bytes(0xef, 0xbb, 0xbf, 0x41)), d.decode(bytes(0xef, 0xbb, 0xbf, 0x42))]; })(),
+        utf16Splits: [...new Set(utf16Splits)],
+        utf16be: new TextDecoder("utf-16be").decode(bytes(0xfe, 0xff, 0, 0x68, 0xd8, 0x3d, 0xde, 0)),
+        utf16Odd: new TextDecoder("utf-16le").decode(bytes(0x68, 0, 0x69)),
+        utf16Lone: new TextDecoder("utf-16le").decode(bytes(0x3d, 0xd8, 0x68, 0)),
+        utf16Fatal: attempt(() => new TextDecoder("utf-16le", { fatal: true }).decode(bytes(0x3d, 0xd8, 0x68, 0))),
+        latin1: new TextDecoder("latin1").decode(Uint8Array.from({ length: 128 }, (_, i) => 128 + i)),
+        labels: ["UTF8", " utf-8 ", "unicode-1-1-utf-8", "ascii", "US-ASCII", "iso-8859-1", "latin1", "windows-1252", "utf-16", "ucs-2", "unicode", "utf-16be"].map((l) => new TextDecoder(l).encoding),
+        fatalFlag: [new TextDecoder().fatal, new TextDecoder("utf-8", { fatal: true }).fatal],
+        streamChunks: chunks.join(""),
+        into: [into("h\u00e9llo", 3), into("\ud83d\ude00x", 3), into("\ud83d\ude00x", 4), into("abc", 10)],
+      };
+    })()`;
+    const mine = await run(source(`this.$emit(await ${battery});`));
+    const nodes = (await (0, eval)(battery)) as unknown;
+    expect(mine).to.deep.equal(JSON.parse(JSON.stringify(nodes)));
+    expect(mine.splits).to.have.length(1);
+    // An encoding the sandbox lacks says so (Node's full ICU has more than these four).
+    const missing = await run(
+      source(`try { new TextDecoder("shift_jis"); } catch (e) { this.$emit({ name: e.name, code: e.code, message: e.message }); }`),
+    );
+    expect(missing).to.deep.include({ name: "RangeError", code: "ERR_ENCODING_NOT_SUPPORTED" });
+    expect(missing.message).to.match(/"shift_jis" encoding is not supported in the sandbox/);
+  });
+
   it("stream: Readable, Transform, pipeline and async iteration", async () => {
     const e = await run(
       source(

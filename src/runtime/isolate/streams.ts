@@ -62,28 +62,17 @@ class TextEncoderStream {
 }
 Object.defineProperty(TextEncoderStream.prototype, Symbol.toStringTag, { value: "TextEncoderStream", configurable: true });
 
-/** How many bytes at the end of `bytes` start a UTF-8 sequence that is not complete yet. */
-function incompleteTail(bytes: Uint8Array): number {
-  for (let back = 1; back <= Math.min(3, bytes.length); back++) {
-    const b = bytes[bytes.length - back];
-    if ((b & 0xc0) === 0x80) continue; // a continuation byte: look further back
-    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-    return need > back ? back : 0;
-  }
-  return 0;
-}
-
 class TextDecoderStream {
   readonly encoding: string;
-  readonly fatal = false;
+  readonly fatal: boolean;
   readonly ignoreBOM: boolean;
   readonly #transform: TransformStream<ArrayBuffer | ArrayBufferView, string>;
-  constructor(label = "utf-8", options: { ignoreBOM?: boolean } = {}) {
+  constructor(label = "utf-8", options: { fatal?: boolean; ignoreBOM?: boolean } = {}) {
+    // The decoder in its streaming mode keeps a character split across chunks for the next one.
     const decoder = new TextDecoder(label, options);
     this.encoding = decoder.encoding;
+    this.fatal = decoder.fatal;
     this.ignoreBOM = decoder.ignoreBOM;
-    let carry = new Uint8Array(0);
-    let first = true;
     const bytesOf = (chunk: ArrayBuffer | ArrayBufferView) => {
       if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk);
       if (ArrayBuffer.isView(chunk)) return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
@@ -91,24 +80,12 @@ class TextDecoderStream {
     };
     this.#transform = new TransformStream<ArrayBuffer | ArrayBufferView, string>({
       transform(chunk, controller) {
-        const incoming = bytesOf(chunk);
-        let bytes = new Uint8Array(carry.length + incoming.length);
-        bytes.set(carry);
-        bytes.set(incoming, carry.length);
-        const tail = incompleteTail(bytes);
-        carry = bytes.slice(bytes.length - tail);
-        bytes = bytes.subarray(0, bytes.length - tail);
-        if (!first && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf && !options.ignoreBOM) {
-          // Only a leading BOM is dropped: keep this one.
-          controller.enqueue("\ufeff" + decoder.decode(bytes.subarray(3)));
-        } else if (bytes.length > 0) {
-          const text = decoder.decode(bytes);
-          if (text.length > 0) controller.enqueue(text);
-        }
-        if (bytes.length > 0) first = false;
+        const text = decoder.decode(bytesOf(chunk), { stream: true });
+        if (text.length > 0) controller.enqueue(text);
       },
       flush(controller) {
-        if (carry.length > 0) controller.enqueue(decoder.decode(carry));
+        const text = decoder.decode();
+        if (text.length > 0) controller.enqueue(text);
       },
     });
   }

@@ -158,6 +158,101 @@ describe("runtime: Node compatibility layer", function () {
     expect(missing.message).to.match(/"shift_jis" encoding is not supported in the sandbox/);
   });
 
+  it("util/types (and util.types) answer as Node's; console is the module of the global console", async () => {
+    const battery = (types: Record<string, (v: unknown) => boolean>) => {
+      const values: unknown[] = [
+        new Uint8Array(1),
+        new Int16Array(1),
+        new Float64Array(1),
+        new BigInt64Array(1),
+        new DataView(new ArrayBuffer(1)),
+        new ArrayBuffer(1),
+        new Date(0),
+        /x/,
+        Promise.resolve(),
+        new Map(),
+        new Set(),
+        new WeakMap(),
+        new WeakSet(),
+        new Map().keys(),
+        new Set().values(),
+        new Error("e"),
+        new TypeError("t"),
+        async () => 1,
+        function* gen() {},
+        (function* () {})(),
+        Object(1),
+        Object("s"),
+        Object(true),
+        Object(Symbol("s")),
+        Object(1n),
+        1,
+        "s",
+        null,
+        undefined,
+        {},
+        [],
+        (function () {
+          // eslint-disable-next-line prefer-rest-params -- an arguments object is the value under test
+          return arguments;
+        })(),
+      ];
+      const names = [
+        "isUint8Array",
+        "isTypedArray",
+        "isInt16Array",
+        "isFloat64Array",
+        "isBigInt64Array",
+        "isDataView",
+        "isArrayBuffer",
+        "isAnyArrayBuffer",
+        "isArrayBufferView",
+        "isDate",
+        "isRegExp",
+        "isPromise",
+        "isMap",
+        "isSet",
+        "isWeakMap",
+        "isWeakSet",
+        "isMapIterator",
+        "isSetIterator",
+        "isNativeError",
+        "isAsyncFunction",
+        "isGeneratorFunction",
+        "isGeneratorObject",
+        "isNumberObject",
+        "isStringObject",
+        "isBooleanObject",
+        "isSymbolObject",
+        "isBigIntObject",
+        "isBoxedPrimitive",
+        "isArgumentsObject",
+        "isProxy",
+      ];
+      return Object.fromEntries(names.map((name) => [name, values.map((v) => types[name](v))]));
+    };
+    const mine = await run(
+      source(
+        `const battery = ${battery.toString()};
+        this.$emit({ types: battery(types), same: util.types === types || Object.keys(util.types).every((k) => typeof types[k] === "function"),
+          console: typeof consoleModule.log === "function" && consoleModule.log === console.log });`,
+        `import types from "util/types"; import util from "util"; import consoleModule from "node:console";`,
+      ),
+    );
+    const nodeTypes = (await import("node:util/types")) as unknown as Record<string, (v: unknown) => boolean>;
+    expect(mine.types).to.deep.equal(battery(nodeTypes));
+    expect(mine).to.deep.include({ same: true, console: true });
+    const more = await run(
+      source(
+        `const log = util.debuglog("pkg"); log("not printed");
+        this.$emit({ enabled: log.enabled, debug: typeof util.debug, usv: util.toUSVString("a\\ud800b"),
+          stripped: util.stripVTControlCharacters("\\u001b[31mred\\u001b[0m"), formatted: util.formatWithOptions({ colors: true }, "%s=%d", "n", 5) });`,
+        `import util from "util";`,
+      ),
+    );
+    expect(more).to.deep.equal({ enabled: false, debug: "function", usv: "a\ufffdb", stripped: "red", formatted: "n=5" });
+  });
+
   it("stream: Readable, Transform, pipeline and async iteration", async () => {
     const e = await run(
       source(

@@ -15,6 +15,8 @@ export const SANDBOX_BUILTINS = new Set([
   "timers/promises",
   "process",
   "perf_hooks",
+  "util/types",
+  "console",
 ]);
 
 /**

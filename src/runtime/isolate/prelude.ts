@@ -189,6 +189,11 @@ const modules: Record<string, () => unknown> = {
   url: once(() => require("./modules/url.js")),
   querystring: once(() => require("./modules/querystring.js")),
   util: once(() => require("./modules/util.js")),
+  "util/types": once(() => {
+    const { types } = require("./modules/util.js") as typeof import("./modules/util.js");
+    return { ...types, default: types };
+  }),
+  console: () => g["console"],
   events: eventsModule,
   timers: () => timersModule,
   "timers/promises": () => timersModule.promises,

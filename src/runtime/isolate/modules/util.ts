@@ -186,24 +186,97 @@ export function isDeepStrictEqual(a: unknown, b: unknown): boolean {
   return ka.every((k) => isDeepStrictEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
 
+const tagOf = (v: unknown) => Object.prototype.toString.call(v).slice(8, -1);
+const typedArrayTag = (v: unknown) => (ArrayBuffer.isView(v) && !(v instanceof DataView) ? tagOf(v) : undefined);
+const boxed = (v: unknown, tag: string) => typeof v === "object" && v !== null && tagOf(v) === tag;
+
+/** Node's util.types (also the module "util/types"), by the checks JavaScript allows. */
 export const types = {
-  isDate: (v: unknown) => v instanceof Date,
-  isRegExp: (v: unknown) => v instanceof RegExp,
-  isPromise: (v: unknown) => v instanceof Promise,
+  isAnyArrayBuffer: (v: unknown) => v instanceof ArrayBuffer || tagOf(v) === "ArrayBuffer" || tagOf(v) === "SharedArrayBuffer",
+  isArrayBuffer: (v: unknown) => v instanceof ArrayBuffer || tagOf(v) === "ArrayBuffer",
+  isSharedArrayBuffer: (v: unknown) => tagOf(v) === "SharedArrayBuffer",
+  isArrayBufferView: (v: unknown) => ArrayBuffer.isView(v),
+  isDataView: (v: unknown) => v instanceof DataView,
+  isTypedArray: (v: unknown) => typedArrayTag(v) !== undefined,
+  isUint8Array: (v: unknown) => typedArrayTag(v) === "Uint8Array",
+  isUint8ClampedArray: (v: unknown) => typedArrayTag(v) === "Uint8ClampedArray",
+  isUint16Array: (v: unknown) => typedArrayTag(v) === "Uint16Array",
+  isUint32Array: (v: unknown) => typedArrayTag(v) === "Uint32Array",
+  isInt8Array: (v: unknown) => typedArrayTag(v) === "Int8Array",
+  isInt16Array: (v: unknown) => typedArrayTag(v) === "Int16Array",
+  isInt32Array: (v: unknown) => typedArrayTag(v) === "Int32Array",
+  isFloat32Array: (v: unknown) => typedArrayTag(v) === "Float32Array",
+  isFloat64Array: (v: unknown) => typedArrayTag(v) === "Float64Array",
+  isBigInt64Array: (v: unknown) => typedArrayTag(v) === "BigInt64Array",
+  isBigUint64Array: (v: unknown) => typedArrayTag(v) === "BigUint64Array",
+  isDate: (v: unknown) => v instanceof Date || tagOf(v) === "Date",
+  isRegExp: (v: unknown) => v instanceof RegExp || tagOf(v) === "RegExp",
+  isPromise: (v: unknown) => v instanceof Promise || tagOf(v) === "Promise",
   isMap: (v: unknown) => v instanceof Map,
   isSet: (v: unknown) => v instanceof Set,
-  isTypedArray: (v: unknown) => ArrayBuffer.isView(v) && !(v instanceof DataView),
-  isUint8Array: (v: unknown) => v instanceof Uint8Array,
-  isArrayBuffer: (v: unknown) => v instanceof ArrayBuffer,
-  isNativeError: (v: unknown) => v instanceof Error,
+  isWeakMap: (v: unknown) => v instanceof WeakMap,
+  isWeakSet: (v: unknown) => v instanceof WeakSet,
+  isMapIterator: (v: unknown) => tagOf(v) === "Map Iterator",
+  isSetIterator: (v: unknown) => tagOf(v) === "Set Iterator",
+  isNativeError: (v: unknown) => v instanceof Error || tagOf(v) === "Error",
+  isAsyncFunction: (v: unknown) => typeof v === "function" && (tagOf(v) === "AsyncFunction" || tagOf(v) === "AsyncGeneratorFunction"),
+  isGeneratorFunction: (v: unknown) =>
+    typeof v === "function" && (tagOf(v) === "GeneratorFunction" || tagOf(v) === "AsyncGeneratorFunction"),
+  isGeneratorObject: (v: unknown) => tagOf(v) === "Generator" || tagOf(v) === "AsyncGenerator",
+  isArgumentsObject: (v: unknown) => tagOf(v) === "Arguments",
+  isBooleanObject: (v: unknown) => boxed(v, "Boolean"),
+  isNumberObject: (v: unknown) => boxed(v, "Number"),
+  isStringObject: (v: unknown) => boxed(v, "String"),
+  isSymbolObject: (v: unknown) => boxed(v, "Symbol"),
+  isBigIntObject: (v: unknown) => boxed(v, "BigInt"),
+  isBoxedPrimitive: (v: unknown) => ["Boolean", "Number", "String", "Symbol", "BigInt"].some((tag) => boxed(v, tag)),
+  // What JavaScript cannot see from inside: never these in the sandbox.
+  isProxy: (v: unknown) => (void v, false),
+  isExternal: (v: unknown) => (void v, false),
+  isModuleNamespaceObject: (v: unknown) => tagOf(v) === "Module",
+  isKeyObject: (v: unknown) => tagOf(v) === "KeyObject",
+  isCryptoKey: (v: unknown) => tagOf(v) === "CryptoKey",
 };
 
 export const isArray = Array.isArray;
+
+/**
+ * A logger for a section, printing when NODE_DEBUG names it, which it never does in the sandbox
+ * (its env holds none): a function that does nothing, `enabled` false, as Node's is then.
+ */
+export function debuglog(section: string): ((...args: unknown[]) => void) & { enabled: boolean } {
+  void section;
+  const log = Object.assign((...args: unknown[]) => void args, { enabled: false });
+  return log;
+}
+
+export function formatWithOptions(options: unknown, ...args: unknown[]): string {
+  void options;
+  return format(...args);
+}
+
+export const debug = debuglog;
+
+/** The string with lone surrogates replaced by U+FFFD. */
+export const toUSVString = (input: unknown): string =>
+  String(input).replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
+
+/** The text without ANSI escape codes (colours, cursor moves). */
+export const stripVTControlCharacters = (input: string): string =>
+  String(input).replace(
+    /[\u001b\u009b][[\]()#;?]*(?:(?:(?:[a-zA-Z\d]*(?:;[-a-zA-Z\d/#&.:=?%@~_]*)*)?\u0007)|(?:(?:\d{1,4}(?:;\d{0,4})*)?[\dA-PR-TZcf-ntqry=><~]))/g,
+    "",
+  );
 
 export { TextDecoder, TextEncoder };
 
 export default {
   format,
+  formatWithOptions,
+  debuglog,
+  debug: debuglog,
+  toUSVString,
+  stripVTControlCharacters,
   inspect,
   promisify,
   callbackify,

@@ -391,6 +391,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     {
       headPosition: () => store.headPosition(),
       projectedPosition: () => projector.position,
+      parkedEvents: () => projector.parkedCount(),
       sseClients: () => hub?.size ?? 0,
       admitted: () => admission.totals(),
       partitions: partitionBacklogs,

@@ -42,6 +42,7 @@ export async function operatorModules() {
     ComponentsReadModel: components.ComponentsReadModel,
     ComponentCache: cache.ComponentCache,
     rebuildProjections: projector.rebuildProjections,
+    parkedEvents: projector.parkedEvents,
     rebuildReadModelsFile: rebuildFile.rebuildReadModelsFile,
     allProjections: projections.allProjections,
     usersProjection: users.usersProjection,

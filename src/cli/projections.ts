@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { existsSync } from "node:fs";
 import { loadConfig } from "../config.js";
 import type { DataDirLock } from "../dataDir.js";
 import { operatorModules } from "./operatorModules.js";
@@ -24,13 +25,38 @@ export function projectionsCommands(program: Command): void {
       const started = Date.now();
       try {
         // Built beside the read models' file, which it replaces once complete and durable.
-        const { position } = await rebuildReadModelsFile(store, readModelsFile(config), allProjections, {
+        const { position, parked } = await rebuildReadModelsFile(store, readModelsFile(config), allProjections, {
           onProgress: (at, head) => process.stderr.write(`headwater: rebuilding, at position ${at} of ${head}\n`),
         });
-        printJson({ rebuilt: allProjections.map((p) => p.name), position, ms: Date.now() - started });
+        if (parked > 0)
+          process.stderr.write(
+            `headwater: ${parked} event(s) could not be applied and were parked: headwater projections parked lists them\n`,
+          );
+        printJson({ rebuilt: allProjections.map((p) => p.name), position, parked, ms: Date.now() - started });
       } finally {
         await store.close();
         lock.release();
+      }
+    });
+  projections
+    .command("parked")
+    .description("events a read model could not apply and set aside so the others went on (projection, position, type, error)")
+    .action(async () => {
+      const config = loadConfig();
+      const { readModelsFile, parkedEvents } = await operatorModules();
+      const file = readModelsFile(config);
+      if (!existsSync(file)) {
+        printJson([]);
+        return;
+      }
+      // Read-only beside a running node: nothing is written, the node's WAL is read as it is.
+      const { default: Database } = await import("better-sqlite3");
+      const db = new Database(file, { readonly: true, fileMustExist: true });
+      try {
+        db.pragma("busy_timeout = 5000");
+        printJson(parkedEvents(db));
+      } finally {
+        db.close();
       }
     });
 }

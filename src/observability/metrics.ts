@@ -23,6 +23,8 @@ export interface NodeGauges {
   headPosition(): Promise<number>;
   /** The position every read model has applied. */
   projectedPosition(): number;
+  /** Events a read model could not apply and set aside (projection_parked). */
+  parkedEvents(): number;
   /** Open SSE streams on this node (0 without the api role). */
   sseClients(): number;
   /** Invocations admitted by this node and not yet recorded, with their bytes. */
@@ -129,6 +131,14 @@ export class Metrics {
       registers,
       collect() {
         this.set(gauges.projectedPosition());
+      },
+    });
+    new Gauge({
+      name: "headwater_projection_parked_events",
+      help: "Events a read model of this node could not apply and set aside so the others went on (headwater projections parked lists them)",
+      registers,
+      collect() {
+        this.set(gauges.parkedEvents());
       },
     });
     new Gauge({

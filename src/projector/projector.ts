@@ -1,4 +1,4 @@
-import type { Database } from "better-sqlite3";
+import type { Database, Statement } from "better-sqlite3";
 import type { AllSubscription, EventStore, RecordedEvent } from "../store/eventStore.js";
 import { ATTACHED_LOG, type Projection } from "./projection.js";
 import { log } from "../observability/log.js";
@@ -10,6 +10,40 @@ export type AppliedListener = (events: readonly RecordedEvent[]) => void;
 /** The projector's pauses before reading the log again after a failure: doubled from the first up to the last. */
 const RETRY_FIRST_MS = 500;
 const RETRY_MAX_MS = 30_000;
+
+/**
+ * Failures of the read models' storage rather than of a projection's code: the same batch applies
+ * once the file is writable again (SQLite's BUSY, FULL, IOERR, …), so they are retried, never
+ * parked. Anything else a projection throws (a TypeError, a constraint) comes back every time.
+ */
+const ENVIRONMENTAL = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|NOMEM|READONLY|CANTOPEN|PROTOCOL|CORRUPT|NOTADB|INTERRUPT)/;
+
+export function isEnvironmentalFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && ENVIRONMENTAL.test(code);
+}
+
+/** An event a projection could not apply, set aside so the read models go on (projection_parked). */
+export interface ParkedEvent {
+  readonly projection: string;
+  readonly position: number;
+  readonly event_id: string;
+  readonly type: string;
+  readonly stream: string;
+  readonly error: string;
+  readonly parked_at: number;
+}
+
+const PARKED_SCHEMA = `CREATE TABLE IF NOT EXISTS projection_parked (
+  projection TEXT NOT NULL, position INTEGER NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL, stream TEXT NOT NULL,
+  error TEXT NOT NULL, parked_at INTEGER NOT NULL, PRIMARY KEY (projection, position))`;
+
+/** The events parked in a read-model database, oldest first (none when it has no such table yet). */
+export function parkedEvents(db: Database): ParkedEvent[] {
+  const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'projection_parked'").get();
+  if (!exists) return [];
+  return db.prepare<[], ParkedEvent>("SELECT * FROM projection_parked ORDER BY position, projection").all();
+}
 
 /** How long a whole catch-up (a node's start, a rebuild) may go with nothing projected before it gives up. */
 export const CATCH_UP_STALL_MS = 120_000;
@@ -55,6 +89,11 @@ export class Projector {
         else readers.push(index);
       }
     });
+  }
+
+  /** Events parked so far in this read-model database (projection_parked). */
+  parkedCount(): number {
+    return (statement(this.db, "SELECT COUNT(*) AS n FROM projection_parked").get() as { n: number }).n;
   }
 
   /** Position of the last event every projection has processed. */
@@ -148,6 +187,7 @@ export class Projector {
     this.db.exec(
       "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, version INTEGER NOT NULL, position INTEGER NOT NULL)",
     );
+    this.db.exec(PARKED_SCHEMA);
     const read = this.db.prepare<[string], { version: number; position: number }>(
       "SELECT version, position FROM projection_checkpoints WHERE name = ?",
     );
@@ -160,6 +200,8 @@ export class Projector {
         if (!row || row.version !== projection.version) {
           for (const table of projection.tables) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
           reset.run(projection.name, projection.version);
+          // Rebuilt from the start: what it parked before is applied again.
+          this.db.prepare("DELETE FROM projection_parked WHERE projection = ?").run(projection.name);
         }
         for (const statement of projection.schema) this.db.exec(statement);
         this.#checkpoints.set(projection.name, row && row.version === projection.version ? row.position : 0);
@@ -172,19 +214,25 @@ export class Projector {
     const last = events[events.length - 1].position;
     const save = statement(this.db, "UPDATE projection_checkpoints SET position = ? WHERE name = ?");
     const inbox = this.#sortBatch(events);
-    this.db.transaction(() => {
-      this.projections.forEach((projection, index) => {
-        const checkpoint = this.#checkpoints.get(projection.name) ?? 0;
-        if (checkpoint >= last) return;
-        const mine = inbox[index][0]?.position > checkpoint ? inbox[index] : inbox[index].filter((event) => event.position > checkpoint);
-        if ("applyBatch" in projection) projection.applyBatch(this.db, mine);
-        else {
-          for (const event of mine) projection.apply(this.db, event);
-          projection.afterBatch?.(this.db);
-        }
-        save.run(last, projection.name);
-      });
-    })();
+    const pending = (index: number) => {
+      const checkpoint = this.#checkpoints.get(this.projections[index].name) ?? 0;
+      return inbox[index][0]?.position > checkpoint ? inbox[index] : inbox[index].filter((event) => event.position > checkpoint);
+    };
+    try {
+      this.db.transaction(() => {
+        this.projections.forEach((projection, index) => {
+          if ((this.#checkpoints.get(projection.name) ?? 0) >= last) return;
+          applyTo(this.db, projection, pending(index));
+          save.run(last, projection.name);
+        });
+      })();
+    } catch (error) {
+      if (isEnvironmentalFailure(error)) throw error;
+      // A projection's code failed on some event of the batch: apply it again event by event, so
+      // only what fails alone is parked and everything else (other events, other read models) is
+      // applied. Without this one such event stalled every read model, retried forever.
+      this.#applyParking(pending, last, save, error);
+    }
     for (const projection of this.projections) {
       this.#checkpoints.set(projection.name, Math.max(last, this.#checkpoints.get(projection.name) ?? 0));
     }
@@ -198,6 +246,42 @@ export class Projector {
     this.#waiters = this.#waiters.filter((w) => w.position > last);
     for (const waiter of ready) waiter.resolve();
     for (const listener of this.#listeners) listener(events);
+  }
+
+  /**
+   * The batch again in one transaction, each event applied to each projection in a savepoint of
+   * its own: an event a projection throws on alone (other than for a storage failure, which
+   * fails the whole batch for a retry) is rolled back for that projection only, recorded in
+   * projection_parked and logged, and the rest goes on.
+   */
+  #applyParking(pending: (index: number) => RecordedEvent[], last: number, save: Statement, batchError: unknown): void {
+    const one = this.db.transaction((projection: Projection, event: RecordedEvent) => applyTo(this.db, projection, [event]));
+    const park = statement(
+      this.db,
+      "INSERT OR REPLACE INTO projection_parked (projection, position, event_id, type, stream, error, parked_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    );
+    let parked = 0;
+    this.db.transaction(() => {
+      this.projections.forEach((projection, index) => {
+        if ((this.#checkpoints.get(projection.name) ?? 0) >= last) return;
+        for (const event of pending(index)) {
+          try {
+            one(projection, event);
+          } catch (error) {
+            if (isEnvironmentalFailure(error)) throw error;
+            const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+            park.run(projection.name, event.position, event.id, event.type, event.stream, message.slice(0, 2000), Date.now());
+            parked++;
+            log.error(
+              { err: error, projection: projection.name, position: event.position, type: event.type, stream: event.stream },
+              "projector: a read model cannot apply this event; it is parked (projection_parked) and the read models go on",
+            );
+          }
+        }
+        save.run(last, projection.name);
+      });
+    })();
+    if (parked === 0) log.warn({ err: batchError }, "projector: a batch failed once and applied event by event; nothing parked");
   }
 
   /**
@@ -239,6 +323,15 @@ export class Projector {
   }
 }
 
+/** A projection's events of a batch, applied by its own kind of apply. */
+function applyTo(db: Database, projection: Projection, events: readonly RecordedEvent[]): void {
+  if ("applyBatch" in projection) projection.applyBatch(db, events);
+  else {
+    for (const event of events) projection.apply(db, event);
+    projection.afterBatch?.(db);
+  }
+}
+
 /**
  * Events per read and transaction of a rebuild: nobody reads meanwhile, so larger commits than
  * live (500). Not much larger: a page's events live until its commit, and with 10,000 of them the
@@ -267,6 +360,7 @@ export async function rebuildProjections(
   db.transaction(() => {
     for (const projection of projections) for (const table of projection.tables) db.exec(`DROP TABLE IF EXISTS ${table}`);
     db.exec("DROP TABLE IF EXISTS projection_checkpoints");
+    db.exec("DROP TABLE IF EXISTS projection_parked");
   })();
   const fromLog = store.attachableFile === undefined ? new Set<string>() : typesReadFromLog(projections);
   if (fromLog.size > 0) db.prepare(`ATTACH DATABASE ? AS ${ATTACHED_LOG}`).run(store.attachableFile);

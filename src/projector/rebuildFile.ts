@@ -3,13 +3,15 @@ import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from "
 import path from "node:path";
 import type { EventStore } from "../store/eventStore.js";
 import type { Projection } from "./projection.js";
-import { rebuildProjections, type CatchUpOptions } from "./projector.js";
+import { parkedEvents, rebuildProjections, type CatchUpOptions } from "./projector.js";
 
 export interface RebuiltFile {
   /** The log position the read models are at. */
   readonly position: number;
   /** Of the whole, the time spent making the new file durable and putting it in place. */
   readonly finishMs: number;
+  /** Events a read model could not apply and parked (`headwater projections parked` lists them). */
+  readonly parked: number;
 }
 
 /** A SQLite file and the files beside it that belong to it. */
@@ -45,12 +47,14 @@ export async function rebuildReadModelsFile(
   removeDatabase(aside);
   const db = new Database(aside);
   let position: number;
+  let parked: number;
   let finishing: number;
   try {
     // MEMORY, not OFF: a batch that fails is rolled back and applied again.
     db.pragma("journal_mode = MEMORY");
     db.pragma("synchronous = OFF");
     position = await rebuildProjections(store, db, projections, progress);
+    parked = parkedEvents(db).length;
     finishing = performance.now();
     db.pragma("synchronous = FULL");
     // The mode the node opens it in (openReadModels), written into the file's header.
@@ -71,5 +75,5 @@ export async function rebuildReadModelsFile(
   }
   renameSync(aside, file);
   fsyncPath(path.dirname(file));
-  return { position, finishMs: performance.now() - finishing };
+  return { position, finishMs: performance.now() - finishing, parked };
 }

@@ -77,6 +77,7 @@ describe("durability and replay (real server)", function () {
     const rebuilt = server.cli("projections", "rebuild");
     expect(rebuilt.status, rebuilt.stderr).to.equal(0);
     expect(rebuilt.json.rebuilt).to.include("api_keys");
+    expect(rebuilt.json.parked, "nothing parked").to.equal(0);
     await server.start();
     expect(await snapshot()).to.deep.equal(before);
     await server.stop();

@@ -131,6 +131,7 @@ describe("operations: health, readiness, metrics, request ids and logs (real ser
     expect(sample(text, "headwater_sandbox_runs_total", { start: "warm" })).to.be.at.least(1);
     expect(sample(text, "headwater_sse_clients")).to.equal(1);
     expect(sample(text, "headwater_projection_lag")).to.be.a("number").and.at.least(0);
+    expect(sample(text, "headwater_projection_parked_events")).to.equal(0);
     expect(sample(text, "headwater_log_head_position")).to.be.greaterThan(0);
     expect(sample(text, "headwater_backlog_invocations")).to.be.a("number");
     expect(sample(text, "headwater_backlog_limit", { bound: "source" })).to.equal(1000);

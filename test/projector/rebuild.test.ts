@@ -369,7 +369,10 @@ describe("projections rebuild", function () {
       tables: ["failing"],
       schema: [],
       applyBatch: (_db: Database, events: readonly RecordedEvent[]) => {
-        if (events.some((event) => event.position > 500)) throw new Error("this projection fails at position 500");
+        // A storage failure: a rebuild gives up on it (a projection's own error would be parked).
+        if (events.some((event) => event.position > 500)) {
+          throw Object.assign(new Error("disk I/O error: this projection fails at position 500"), { code: "SQLITE_IOERR" });
+        }
       },
     };
     let failure: unknown;

@@ -43,6 +43,11 @@ export function toDomainError(error: unknown): DomainError {
   }
   // The disk is full: nothing was written either; it takes an operator, so ask for a longer wait.
   if (sqliteCode === "SQLITE_FULL") return new DomainError("unavailable", "storage is full; nothing was written", undefined, 30);
+  // The disk failing or the files made unwritable under the node (an I/O error, a read-only or
+  // vanished file): the statement was rolled back, and it takes an operator too.
+  if (typeof sqliteCode === "string" && /^SQLITE_(IOERR|READONLY|CANTOPEN)/.test(sqliteCode)) {
+    return new DomainError("unavailable", "storage cannot be written just now (an I/O error); nothing was written", undefined, 30);
+  }
   // koa/http-errors from the router (405, 501) and raw-body (413, 400) carry a safe status and message.
   const status = (error as { status?: unknown } | undefined)?.status;
   if (status === 501) return new DomainError("not_implemented", (error as Error).message);

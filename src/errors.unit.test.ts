@@ -33,8 +33,22 @@ describe("toDomainError: storage failures a client can retry", () => {
   it("a full disk (SQLITE_FULL) is 503 unavailable with a longer wait; other errors stay internal", () => {
     const full = Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" });
     expect(toDomainError(full)).to.include({ code: "unavailable", retryAfterSeconds: 30 });
-    const other = Object.assign(new Error("disk I/O error"), { code: "SQLITE_IOERR" });
+    const other = Object.assign(new Error("UNIQUE constraint failed: sources.id"), { code: "SQLITE_CONSTRAINT_PRIMARYKEY" });
     expect(toDomainError(other)).to.include({ code: "internal", message: "internal error" });
+  });
+
+  it("an I/O error, a read-only or vanished file (SQLITE_IOERR_*, READONLY, CANTOPEN) is 503 unavailable, not internal", () => {
+    for (const code of [
+      "SQLITE_IOERR",
+      "SQLITE_IOERR_WRITE",
+      "SQLITE_IOERR_FSYNC",
+      "SQLITE_READONLY",
+      "SQLITE_READONLY_DBMOVED",
+      "SQLITE_CANTOPEN",
+    ]) {
+      const error = Object.assign(new Error("disk I/O error"), { code });
+      expect(toDomainError(error), code).to.include({ code: "unavailable", retryAfterSeconds: 30 });
+    }
   });
 });
 

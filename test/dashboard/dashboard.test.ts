@@ -602,4 +602,65 @@ describe("web dashboard (headless Chromium, real server)", function () {
     await page.click("#deploy-form button[type=submit]");
     await page.waitForFunction(() => (document.querySelector("#deploy-result")?.textContent ?? "").startsWith("Deployed"));
   });
+  it("shows hostile names, events, logs and errors as text: nothing in them runs or becomes markup", async () => {
+    const hostile = `<img src=x onerror="window.__pwned='img'"><script>window.__pwned='script'</script>`;
+    const admin = server.client();
+    const component = `export default {
+      name: "hostile",
+      version: "0.1.0",
+      props: { http: { type: "$.interface.http" } },
+      async run(event) {
+        console.log(event.body.html);
+        if (event.body.fail) throw new Error(event.body.html);
+        this.$emit({ html: event.body.html, "<b onmouseover=x>": 1 }, { summary: event.body.html });
+      },
+    };`;
+    const deployed = await admin.post("/v1/sources", { component_code: component, name: hostile });
+    expect(deployed.status, JSON.stringify(deployed.body)).to.equal(200);
+    const source = deployed.body.data;
+    const hook = await admin.post("/v1/webhooks", { url: "https://hooks.invalid/x", name: hostile });
+    expect(hook.status, JSON.stringify(hook.body)).to.equal(200);
+    const dialogs: string[] = [];
+    page.on("dialog", (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+
+    await page.goto(`${server.url}/#/sources`);
+    if (await page.$eval("#sign-in", (el) => !(el as any).hidden)) {
+      await page.type("#api-key", server.bootstrapKey);
+      await page.keyboard.press("Enter");
+    }
+    await page.waitForSelector("#view-sources:not([hidden])");
+    if (await page.$("#workspace")) await page.select("#workspace", "").catch(() => undefined);
+    await page.waitForFunction(() => (document.querySelector("#sources-body")?.textContent ?? "").includes("<img src=x"));
+    await page.goto(`${server.url}/#/source/${source.id}`);
+    await page.waitForSelector("#view-source:not([hidden])");
+    await page.waitForFunction(() => document.querySelector("#stream-state")?.textContent === "live");
+    for (const fail of [false, true]) {
+      const r = await fetch(source.configured_props.http.endpoint_url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ html: hostile, fail }),
+      });
+      expect(r.status).to.equal(200);
+    }
+    await page.waitForFunction(() => (document.querySelector("#stream-items")?.textContent ?? "").includes("<script>"), {
+      timeout: 20_000,
+    });
+    for (const tab of ["#tab-logs", "#tab-errors"]) {
+      await page.click(tab);
+      await page.waitForFunction(() => (document.querySelector("#stream-items")?.textContent ?? "").includes("<script>"), {
+        timeout: 20_000,
+      });
+    }
+    await page.goto(`${server.url}/#/webhooks`);
+    await page.waitForFunction(() => (document.querySelector("#webhooks-body")?.textContent ?? "").includes("<img src=x"));
+
+    // Shown as the characters they are; no element of theirs in the page, nothing run.
+    expect(await page.evaluate(() => (globalThis as any).__pwned)).to.equal(undefined);
+    expect(await page.evaluate(() => document.querySelectorAll("img[src=x], main script, b[onmouseover]").length)).to.equal(0);
+    expect(dialogs).to.deep.equal([]);
+    expect(pageErrors.filter((e) => e.includes("pwned"))).to.deep.equal([]);
+  });
 });

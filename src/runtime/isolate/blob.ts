@@ -162,7 +162,8 @@ export function blobBytes(blob: Blob): Uint8Array {
   return bytesOf(blob);
 }
 
-const escapeName = (s: string) => s.replace(/\n/g, "%0A").replace(/\r/g, "%0D").replace(/"/g, "%22");
+/** A multipart field or file name as it goes between quotes: line breaks and quotes escaped. */
+export const escapeName = (s: string) => s.replace(/\n/g, "%0A").replace(/\r/g, "%0D").replace(/"/g, "%22");
 
 /** A FormData as a multipart/form-data body, the way Node's fetch (undici) writes it. */
 export function encodeFormData(form: FormData): { body: Uint8Array; contentType: string } {

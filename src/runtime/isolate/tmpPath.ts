@@ -14,4 +14,4 @@ export function normalizePath(text: string): string {
 }
 
 /** /tmp itself or a path under it (absolute and normalized). */
-export const isTmpPath = (path: string): boolean => path === "/tmp" || path.startsWith("/tmp/");
+export const isTmpPath = (path: string): boolean => typeof path === "string" && (path === "/tmp" || path.startsWith("/tmp/"));

@@ -2,6 +2,7 @@
 // ends (invoke.ts). The fs module (node/fs.ts, bundled only into components that import it) keeps
 // Node's API and errors; this keeps the bytes and the count. The isolate's memory limit stays the
 // hard bound: this one gives a clear ENOSPC long before it.
+import { isTmpPath } from "./tmpPath.js";
 import { MapCtor, MapPrototypeClear, MapPrototypeDelete, MapPrototypeForEach, MapPrototypeGet, MapPrototypeSet } from "./primordials.js";
 
 /** Bytes of file data one run may keep in /tmp. */
@@ -22,10 +23,6 @@ function storeError(code: string, message: string): Error {
   return Object.assign(new Error(`${code}: ${message}`), { code });
 }
 
-function inTmp(path: string): boolean {
-  return path === TMP_ROOT || (typeof path === "string" && path.startsWith(TMP_ROOT + "/"));
-}
-
 /** What the fs module may do with /tmp. Paths are absolute and normalized by the caller. */
 export const tmpStore = {
   maxBytes: TMP_MAX_BYTES,
@@ -36,7 +33,7 @@ export const tmpStore = {
   },
   /** Creates or replaces a file's contents (a copy is kept); refuses past the bound with ENOSPC. */
   write(path: string, data: Uint8Array): void {
-    if (!inTmp(path) || path === TMP_ROOT) throw storeError("EACCES", `permission denied, open '${path}'`);
+    if (!isTmpPath(path) || path === TMP_ROOT) throw storeError("EACCES", `permission denied, open '${path}'`);
     const existing = MapPrototypeGet(entries, path);
     if (existing?.kind === "dir") throw storeError("EISDIR", `illegal operation on a directory, open '${path}'`);
     const before = existing ? existing.data.byteLength : 0;
@@ -53,7 +50,7 @@ export const tmpStore = {
     } else MapPrototypeSet(entries, path, { kind: "file", data: copy, mtimeMs: now, birthtimeMs: now });
   },
   mkdir(path: string): void {
-    if (!inTmp(path)) throw storeError("EACCES", `permission denied, mkdir '${path}'`);
+    if (!isTmpPath(path)) throw storeError("EACCES", `permission denied, mkdir '${path}'`);
     if (path === TMP_ROOT || MapPrototypeGet(entries, path)) return;
     const now = Date.now();
     MapPrototypeSet(entries, path, { kind: "dir", data: new Uint8Array(0), mtimeMs: now, birthtimeMs: now });
@@ -67,7 +64,7 @@ export const tmpStore = {
   /** Moves one entry (the caller moves a directory's children one by one). */
   move(from: string, to: string): void {
     const existing = MapPrototypeGet(entries, from);
-    if (!existing || !inTmp(to) || to === TMP_ROOT) throw storeError("EACCES", `permission denied, rename '${from}' -> '${to}'`);
+    if (!existing || !isTmpPath(to) || to === TMP_ROOT) throw storeError("EACCES", `permission denied, rename '${from}' -> '${to}'`);
     const replaced = MapPrototypeGet(entries, to);
     if (replaced) used -= replaced.data.byteLength;
     MapPrototypeDelete(entries, from);

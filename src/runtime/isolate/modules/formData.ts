@@ -5,6 +5,7 @@
 // stream) are read whole when the form is sent.
 import { Buffer } from "buffer";
 import EventEmitter from "events";
+import { blobBytes, escapeName, type Blob } from "../blob.js";
 import { contentTypeOf } from "../contentTypes.js";
 import { NODE_FORM_BODY } from "../nodeForm.js";
 
@@ -42,7 +43,6 @@ function isBlob(value: unknown): boolean {
 }
 
 const baseName = (path: string) => path.replace(/\\/g, "/").split("/").pop() ?? path;
-const quoted = (text: string) => text.replace(/\r/g, "%0D").replace(/\n/g, "%0A").replace(/"/g, "%22");
 
 function randomHex(digits: number): string {
   const bytes = new Uint8Array(Math.ceil(digits / 2));
@@ -96,8 +96,7 @@ export default class FormData extends EventEmitter {
       stored = value;
     } else if (isBlob(value)) {
       // A Blob or File (code written for the standard FormData): its bytes, its type, a File's name.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports -- blob.ts stays lazy (see prelude.ts)
-      stored = (require("../blob.js") as typeof import("../blob.js")).blobBytes(value as import("../blob.js").Blob);
+      stored = blobBytes(value as Blob);
       knownLength ??= stored.byteLength;
       const named = (value as { name?: unknown }).name;
       opts.filename ??= typeof named === "string" ? named : "blob";
@@ -120,7 +119,7 @@ export default class FormData extends EventEmitter {
       (typeof value === "object" ? DEFAULT_CONTENT_TYPE : undefined);
     const lines: Record<string, string[]> = {
       "Content-Disposition": [
-        `form-data; name="${quoted(String(field))}"${filename === undefined ? "" : `; filename="${quoted(filename)}"`}`,
+        `form-data; name="${escapeName(String(field))}"${filename === undefined ? "" : `; filename="${escapeName(filename)}"`}`,
       ],
       ...(contentType === undefined ? {} : { "Content-Type": [contentType] }),
     };

@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { TestServer } from "../harness/server.js";
 import { ensureChromium } from "../harness/chromium.js";
+import { eventually } from "../harness/receiver.js";
 
 // The web dashboard in headless Chromium (Debian's package, driven by puppeteer-core) against the
 // real server: sign in with a key held in page memory, deploy a component (validation errors in
@@ -662,5 +663,147 @@ describe("web dashboard (headless Chromium, real server)", function () {
     expect(await page.evaluate(() => document.querySelectorAll("img[src=x], main script, b[onmouseover]").length)).to.equal(0);
     expect(dialogs).to.deep.equal([]);
     expect(pageErrors.filter((e) => e.includes("pwned"))).to.deep.equal([]);
+  });
+  /** Signed in with `key` on the sources page, whoever was signed in before. */
+  async function signInAs(key: string): Promise<void> {
+    await page.goto(`${server.url}/#/sources`);
+    if (await page.$eval("#sign-out", (el) => !(el as any).hidden)) await page.click("#sign-out");
+    await page.waitForSelector("#sign-in:not([hidden])");
+    await page.$eval("#api-key", (el) => ((el as any).value = ""));
+    await page.type("#api-key", key);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#view-sources:not([hidden])");
+  }
+
+  /** The stream clients the server holds open (`/metrics`, open to loopback). */
+  async function openStreams(base: string): Promise<number> {
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    return Number(/^headwater_sse_clients(?:\{[^}]*\})? (\d+)$/m.exec(metrics)?.[1]);
+  }
+
+  const countOf = (needle: string) =>
+    page.$$eval("#stream-items li", (items, n) => items.filter((li) => ((li as any).textContent ?? "").includes(n)).length, needle);
+
+  it("follows the back and forward buttons: each page shown again, one stream open at a time", async () => {
+    await signInAs(server.bootstrapKey);
+    const deployed = await server.client().post("/v1/sources", { component_code: COMPONENT, name: "history" });
+    expect(deployed.status, JSON.stringify(deployed.body)).to.equal(200);
+    const source = deployed.body.data;
+    const before = await openStreams(server.url);
+
+    await page.goto(`${server.url}/#/source/${source.id}`);
+    await page.waitForFunction(() => document.querySelector("#stream-state")?.textContent === "live");
+    await page.goto(`${server.url}/#/deploy`);
+    await page.waitForSelector("#view-deploy:not([hidden])");
+    await page.goBack();
+    await page.waitForSelector("#view-source:not([hidden])");
+    await page.waitForFunction(() => document.querySelector("#stream-state")?.textContent === "live");
+    expect(page.url()).to.include(`#/source/${source.id}`);
+    expect(await text("#source-endpoint")).to.equal(source.configured_props.http.endpoint_url);
+    await page.goBack();
+    await page.waitForSelector("#view-sources:not([hidden])");
+    expect(await page.$eval("nav [aria-current=page]", (el) => (el as any).dataset.view)).to.equal("sources");
+    await page.goForward();
+    await page.waitForSelector("#view-source:not([hidden])");
+    await page.waitForFunction(() => document.querySelector("#stream-state")?.textContent === "live");
+
+    const r = await fetch(`${source.configured_props.http.endpoint_url}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ order: "H-4004" }),
+    });
+    expect(r.status).to.equal(200);
+    await page.waitForFunction(() => (document.querySelector("#stream-items")?.textContent ?? "").includes("H-4004"), { timeout: 20_000 });
+    expect(await countOf("H-4004")).to.equal(1);
+    // Every page left closed its stream: one more than before, the one on screen.
+    expect(Number.isInteger(before), "the gauge is read").to.equal(true);
+    await eventually(async () => ((await openStreams(server.url)) === before + 1 ? true : undefined), 10_000, "one stream open");
+  });
+
+  it("ends the session when its key is revoked elsewhere: the open stream ends, the sign-in form says why, and signing in again returns to the page", async () => {
+    const created = server.cli("admin", "user", "create", "--username", "revoked", "--email", "revoked@example.com");
+    expect(created.status, created.stderr).to.equal(0);
+    const browserKey = created.json.api_key as string;
+    const other = await server.client(browserKey).post("/v1/users/me/api_keys", { name: "terminal" });
+    expect(other.status).to.equal(200);
+    const terminal = server.client(other.body.data.api_key);
+    const deployed = await terminal.post("/v1/sources", { component_code: COMPONENT, name: "watched" });
+    expect(deployed.status, JSON.stringify(deployed.body)).to.equal(200);
+    const source = deployed.body.data;
+
+    await signInAs(browserKey);
+    await page.goto(`${server.url}/#/source/${source.id}`);
+    await page.waitForFunction(() => document.querySelector("#stream-state")?.textContent === "live");
+    const keys = await terminal.get("/v1/users/me/api_keys");
+    const browserKeyId = keys.body.data.find((k: { id: string }) => k.id !== other.body.data.id).id;
+    expect((await terminal.delete(`/v1/users/me/api_keys/${browserKeyId}`)).status).to.equal(204);
+
+    // The server ends the stream; the page finds the key refused and goes back to the sign-in form.
+    await page.waitForSelector("#sign-in:not([hidden])", { timeout: 30_000 });
+    expect(await page.$eval("#app", (el) => (el as any).hidden)).to.equal(true);
+    expect(await text("#sign-in-error")).to.include("no longer accepts this API key");
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal("api-key");
+    expect(page.url(), "the page's address is kept").to.include(`#/source/${source.id}`);
+    expect(await page.evaluate(() => document.querySelector("#who")?.hidden)).to.equal(true);
+
+    // The revoked key is refused at sign-in; the other key signs in and lands on the same page.
+    await page.type("#api-key", browserKey);
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelector("#sign-in-error")?.textContent?.includes("unknown or revoked"));
+    await page.$eval("#api-key", (el) => ((el as any).value = ""));
+    await page.type("#api-key", other.body.data.api_key);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#view-source:not([hidden])");
+    await page.waitForFunction(() => document.querySelector("#stream-state")?.textContent === "live");
+    expect(await text("#sign-in-error")).to.equal("");
+  });
+
+  it("keeps following a stream across a restart of the server: it reconnects and resumes, nothing lost or repeated", async () => {
+    await signInAs(server.bootstrapKey);
+    const deployed = await server.client().post("/v1/sources", { component_code: COMPONENT, name: "restarted" });
+    expect(deployed.status, JSON.stringify(deployed.body)).to.equal(200);
+    const source = deployed.body.data;
+    const endpoint = source.configured_props.http.endpoint_url as string;
+    const post = async (order: string) => {
+      const r = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ order }) });
+      expect(r.status).to.equal(200);
+    };
+    await page.goto(`${server.url}/#/source/${source.id}`);
+    await page.waitForFunction(() => document.querySelector("#stream-state")?.textContent === "live");
+    await post("R-5001");
+    await page.waitForFunction(() => (document.querySelector("#stream-items")?.textContent ?? "").includes("R-5001"), { timeout: 20_000 });
+
+    // The same node again on the same address, its data kept (what an operator's restart is).
+    const port = new URL(server.url).port;
+    await server.stop();
+    await page.waitForFunction(() => document.querySelector("#stream-state")?.textContent === "reconnecting", { timeout: 20_000 });
+    const restarted = new TestServer({
+      dataDir: server.dataDir,
+      bootstrapKey: server.bootstrapKey,
+      mode: server.mode,
+      ...(server.cluster ? { cluster: server.cluster } : {}),
+      env: { PORT: port },
+    });
+    try {
+      await restarted.start(60_000);
+      expect(restarted.url).to.equal(server.url);
+      await post("R-5002");
+      await page.waitForFunction(() => document.querySelector("#stream-state")?.textContent === "live", { timeout: 30_000 });
+      await page.waitForFunction(() => (document.querySelector("#stream-items")?.textContent ?? "").includes("R-5002"), {
+        timeout: 20_000,
+      });
+      await post("R-5003");
+      await page.waitForFunction(() => (document.querySelector("#stream-items")?.textContent ?? "").includes("R-5003"), {
+        timeout: 20_000,
+      });
+      for (const order of ["R-5001", "R-5002", "R-5003"]) expect(await countOf(order), order).to.equal(1);
+      expect(await page.$$eval("#stream-items li", (items) => items.length)).to.equal(3);
+      // The session outlived the restart: the key, held in the page, still works.
+      await page.goto(`${server.url}/#/sources`);
+      await page.waitForFunction(() => (document.querySelector("#sources-body")?.textContent ?? "").includes("restarted"));
+      expect(await page.$eval("#sign-in", (el) => (el as any).hidden)).to.equal(true);
+    } finally {
+      await restarted.stop();
+    }
   });
 });

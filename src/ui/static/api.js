@@ -3,6 +3,8 @@
 // since a browser's EventSource cannot send an Authorization header.
 
 let apiKey = "";
+/** Called when the API refuses the signed-in key (revoked, or its user deleted): the session is over. */
+let onKeyRefused = () => {};
 /** The organization the pages act in ({ id, name }), or undefined for the signed-in user's own. */
 let workspace;
 
@@ -20,11 +22,17 @@ export const signedIn = () => apiKey !== "";
 export async function signIn(key) {
   apiKey = key.trim();
   try {
-    return (await request("GET", "/v1/users/me")).data;
+    // A refused key here is the sign-in form's to report, not a session ending.
+    return (await send("GET", "/v1/users/me")).data;
   } catch (error) {
     apiKey = "";
     throw error;
   }
+}
+
+/** `handler(error)` runs once when a request of the session is refused 401; the key is then forgotten. */
+export function whenKeyRefused(handler) {
+  onKeyRefused = handler;
 }
 
 export function signOut() {
@@ -44,6 +52,20 @@ export const listPath = (kind) => (workspace ? `/v1/orgs/${encodeURIComponent(wo
 export const createPath = (path) => (workspace ? `${path}?org_id=${encodeURIComponent(workspace.id)}` : path);
 
 export async function request(method, path, body) {
+  const key = apiKey;
+  try {
+    return await send(method, path, body);
+  } catch (error) {
+    // Only the key the request was sent with: an answer arriving after a sign-out or a new sign-in ends nothing.
+    if (error instanceof ApiError && error.status === 401 && key !== "" && key === apiKey) {
+      signOut();
+      onKeyRefused(error);
+    }
+    throw error;
+  }
+}
+
+async function send(method, path, body) {
   const headers = { authorization: `Bearer ${apiKey}` };
   if (body !== undefined) headers["content-type"] = "application/json";
   const response = await fetch(path, {
@@ -139,6 +161,9 @@ export function follow(kind, id, { channel, after, accept, onItem, onState }) {
         // keep the default
       }
       onState("ended", reason);
+      // Access is revoked when the key is, or when the item left the user's sight (an organization
+      // left): asking who the key is tells them apart, and a refused key ends the session.
+      if (reason === "access revoked") get("/v1/users/me").catch(() => {});
     });
     // The token is spent: the browser's own reconnect would be refused, so reconnect with a new one.
     source.onerror = () => {

@@ -1,7 +1,7 @@
 // The dashboard's entry: sign in, then one view per hash route (#/sources, #/source/dc_…,
 // #/deploy, #/workflows, #/workflow/p_…, #/accounts, #/webhooks, #/subscriptions, #/usage). The
 // key lives in api.js's memory only.
-import { signIn, signOut, signedIn, get, setWorkspace } from "./api.js";
+import { signIn, signOut, signedIn, get, setWorkspace, whenKeyRefused } from "./api.js";
 import { $, h, clear, announce } from "./dom.js";
 import { showSources, showSource, leaveSource } from "./sources.js";
 import { setUpDeploy } from "./deploy.js";
@@ -40,6 +40,8 @@ async function route() {
     else if (name === "subscriptions") await showSubscriptions();
     else if (name === "usage") await showUsage();
   } catch (error) {
+    // A refused key has ended the session already: the sign-in form says why and has the focus.
+    if (!signedIn()) return;
     announce(`Could not load: ${error.message}`);
   }
   heading?.setAttribute("tabindex", "-1");
@@ -142,7 +144,12 @@ $("#sign-in-form").addEventListener("submit", async (event) => {
   }
 });
 
-$("#sign-out").addEventListener("click", () => {
+/**
+ * Back to the sign-in form, the key forgotten. Signing out leaves no trace of the page either; a
+ * session the server ended (its key revoked) keeps the page's address, so signing in again
+ * returns to it, and says why.
+ */
+function endSession(refused) {
   signOut();
   leaveSource();
   leaveWorkflow();
@@ -153,10 +160,21 @@ $("#sign-out").addEventListener("click", () => {
   $("#workspace-field").hidden = true;
   $("#sign-out").hidden = true;
   $("#sign-in").hidden = false;
-  history.replaceState(null, "", location.pathname);
-  $("#api-key").focus();
-  announce("Signed out");
-});
+  const input = $("#api-key");
+  if (refused) {
+    $("#sign-in-error").textContent = "Your session ended: the server no longer accepts this API key (revoked?). Sign in again.";
+    input.setAttribute("aria-invalid", "true");
+  } else {
+    $("#sign-in-error").textContent = "";
+    input.removeAttribute("aria-invalid");
+    history.replaceState(null, "", location.pathname);
+  }
+  input.focus();
+  announce(refused ? "Session ended: the API key was refused" : "Signed out");
+}
+
+$("#sign-out").addEventListener("click", () => endSession(false));
+whenKeyRefused(() => endSession(true));
 
 window.addEventListener("hashchange", () => void route());
 setUpDeploy();

@@ -7,6 +7,7 @@ import { ReplyTimeoutError } from "./bus/reply.js";
 import { JsonLimitError } from "./json/bounded.js";
 import { BusUnavailableError } from "./bus/bus.js";
 import { StoreUnavailableError } from "./store/storeUnavailableError.js";
+import { storageFailure } from "./sqliteFailure.js";
 
 export function toDomainError(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
@@ -35,18 +36,22 @@ export function toDomainError(error: unknown): DomainError {
   if (error instanceof StoreUnavailableError) {
     return new DomainError("unavailable", "the event store is unavailable; the write may not have been taken, try again", undefined, 5);
   }
-  // A storage file held locked past SQLite's busy timeout (another process writing, a long
-  // checkpoint): nothing was written, and the same request can succeed a moment later.
-  const sqliteCode = (error as { code?: unknown } | undefined)?.code;
-  if (sqliteCode === "SQLITE_BUSY" || sqliteCode === "SQLITE_LOCKED") {
-    return new DomainError("unavailable", "storage is busy; nothing was written, try again", undefined, 1);
-  }
-  // The disk is full: nothing was written either; it takes an operator, so ask for a longer wait.
-  if (sqliteCode === "SQLITE_FULL") return new DomainError("unavailable", "storage is full; nothing was written", undefined, 30);
-  // The disk failing or the files made unwritable under the node (an I/O error, a read-only or
-  // vanished file): the statement was rolled back, and it takes an operator too.
-  if (typeof sqliteCode === "string" && /^SQLITE_(IOERR|READONLY|CANTOPEN)/.test(sqliteCode)) {
-    return new DomainError("unavailable", "storage cannot be written just now (an I/O error); nothing was written", undefined, 30);
+  switch (storageFailure(error)) {
+    // A storage file held locked past SQLite's busy timeout (another process writing, a long
+    // checkpoint): nothing was written, and the same request can succeed a moment later.
+    case "busy":
+      return new DomainError("unavailable", "storage is busy; nothing was written, try again", undefined, 1);
+    // The disk is full: nothing was written either; it takes an operator, so ask for a longer wait.
+    case "full":
+      return new DomainError("unavailable", "storage is full; nothing was written", undefined, 30);
+    // The disk failing or the files made unwritable under the node (an I/O error, a read-only or
+    // vanished file): the statement was rolled back, and it takes an operator too.
+    case "unwritable":
+      return new DomainError("unavailable", "storage cannot be written just now (an I/O error); nothing was written", undefined, 30);
+    // The engine's own trouble (a damaged file, out of memory) is the internal error below.
+    case "engine":
+    case undefined:
+      break;
   }
   // koa/http-errors from the router (405, 501) and raw-body (413, 400) carry a safe status and message.
   const status = (error as { status?: unknown } | undefined)?.status;

@@ -3,6 +3,7 @@ import type { AllSubscription, EventStore, RecordedEvent } from "../store/eventS
 import { ATTACHED_LOG, type Projection } from "./projection.js";
 import { log } from "../observability/log.js";
 import { statement } from "../readModels/statements.js";
+import { storageFailure } from "../sqliteFailure.js";
 
 type Waiter = { position: number; resolve: () => void; reject: (error: unknown) => void };
 export type AppliedListener = (events: readonly RecordedEvent[]) => void;
@@ -16,11 +17,8 @@ const RETRY_MAX_MS = 30_000;
  * once the file is writable again (SQLite's BUSY, FULL, IOERR, …), so they are retried, never
  * parked. Anything else a projection throws (a TypeError, a constraint) comes back every time.
  */
-const ENVIRONMENTAL = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|NOMEM|READONLY|CANTOPEN|PROTOCOL|CORRUPT|NOTADB|INTERRUPT)/;
-
 export function isEnvironmentalFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && ENVIRONMENTAL.test(code);
+  return storageFailure(error) !== undefined;
 }
 
 /** An event a projection could not apply, set aside so the read models go on (projection_parked). */

@@ -12,10 +12,14 @@ export type EventRow = [
   created: number,
 ];
 
-export const eventColumns = "position, stream, revision, id, type, data, metadata, created";
+const COLUMNS = ["position", "stream", "revision", "id", "type", "data", "metadata", "created"] as const;
+export const eventColumns = COLUMNS.join(", ");
+
+/** A page of $all, the events after a position in position order, with `columns` selected. */
+const readAllOf = (columns: string) => `SELECT ${columns} FROM events WHERE position > ? ORDER BY position LIMIT ?`;
 
 /** A page of $all: the events after a position, in position order. */
-export const readAllSql = `SELECT ${eventColumns} FROM events WHERE position > ? ORDER BY position LIMIT ?`;
+export const readAllSql = readAllOf(eventColumns);
 
 /**
  * `readAllSql` with the data of the given types left in the file (`null` and metadata `{}`, as
@@ -30,9 +34,11 @@ export function readAllLeavingDataSql(types: readonly string[]): string {
     })
     .join(", ");
   const left = `type IN (${list})`;
-  return (
-    `SELECT position, stream, revision, id, type, CASE WHEN ${left} THEN 'null' ELSE data END, ` +
-    `CASE WHEN ${left} THEN '{}' ELSE metadata END, created FROM events WHERE position > ? ORDER BY position LIMIT ?`
+  const leftAs: Partial<Record<(typeof COLUMNS)[number], string>> = { data: "'null'", metadata: "'{}'" };
+  return readAllOf(
+    COLUMNS.map((column) => (leftAs[column] === undefined ? column : `CASE WHEN ${left} THEN ${leftAs[column]} ELSE ${column} END`)).join(
+      ", ",
+    ),
   );
 }
 

@@ -272,6 +272,39 @@ describe("runtime: modules in the sandbox", function () {
     expect(server.requests.find((r) => r.url.startsWith("/items?q="))?.headers["x-client"]).to.equal("hw");
   });
 
+  it("gives axios instances the per-method default headers SDKs set (defaults.headers.common, .post[…]), each instance its own", async () => {
+    // Twilio's RequestClient sets \`defaults.headers.post["Content-Type"]\` on its own axios instance at construction.
+    const prepared = await prepareCode(
+      runtime,
+      `import axios from "axios";
+       export default { name: "defaults", version: "1", props: { base: "string" }, async run() {
+         const sdk = axios.create({ baseURL: this.base });
+         sdk.defaults.headers.post["Content-Type"] = "application/x-www-form-urlencoded";
+         sdk.defaults.headers.common["X-Sdk"] = "1";
+         const child = sdk.create();
+         child.defaults.headers.common["X-Child"] = "1";
+         await sdk.post("/defaults/sdk-post", "a=1");
+         await sdk.get("/defaults/sdk-get");
+         await child.post("/defaults/child-post", "b=2");
+         await axios.post(this.base + "/defaults/plain-post", { c: 3 });
+         this.$emit({ groups: Object.keys(axios.create().defaults.headers).sort() });
+       } };`,
+    );
+    const before = server.requests.length;
+    const outcome = await runtime.invoke(invocation(prepared, { props: { base: server.url } }));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    const seen = server.requests
+      .slice(before)
+      .map((r) => ({ url: r.url, type: r.headers["content-type"], sdk: r.headers["x-sdk"], child: r.headers["x-child"] }));
+    expect(seen).to.deep.equal([
+      { url: "/defaults/sdk-post", type: "application/x-www-form-urlencoded", sdk: "1", child: undefined },
+      { url: "/defaults/sdk-get", type: undefined, sdk: "1", child: undefined },
+      { url: "/defaults/child-post", type: "application/x-www-form-urlencoded", sdk: "1", child: "1" },
+      { url: "/defaults/plain-post", type: "application/json", sdk: undefined, child: undefined },
+    ]);
+    expect(outcome.emits[0].event).to.deep.equal({ groups: ["common", "delete", "get", "head", "options", "patch", "post", "put"] });
+  });
+
   it("sends axios bodies and query strings in axios 1.x's wire format: URL-encoded forms, bracketed params, JSON otherwise", async () => {
     // The expected strings are what real axios 1.21 (Node adapter) put on the wire for the same calls. Query
     // values avoid ' < > : the host bridge's URL parser percent-encodes those, where Node's axios sends them raw.

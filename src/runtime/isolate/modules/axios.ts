@@ -80,9 +80,31 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-function mergeConfig(a: AxiosRequestConfig, b: AxiosRequestConfig): AxiosRequestConfig {
-  return { ...a, ...b, headers: { ...(a.headers ?? {}), ...(b.headers ?? {}) } };
+/** The keys of `headers` that hold the headers of every request (`common`) or of one method's. */
+const HEADER_GROUPS = ["common", "get", "post", "put", "patch", "delete", "head", "options"];
+
+/**
+ * Headers merged as axios merges them: a later value wins, and the per-method groups
+ * (`headers.post["Content-Type"]`) merge key by key into new objects, so an instance's defaults
+ * never share a group with the defaults they came from.
+ */
+function mergeHeaders(...layers: (Record<string, unknown> | undefined)[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const layer of layers) {
+    for (const [key, value] of Object.entries(layer ?? {})) {
+      if (HEADER_GROUPS.includes(key) && isPlainObject(value)) out[key] = { ...(isPlainObject(out[key]) ? out[key] : {}), ...value };
+      else out[key] = value;
+    }
+  }
+  return out;
 }
+
+function mergeConfig(a: AxiosRequestConfig, b: AxiosRequestConfig): AxiosRequestConfig {
+  return { ...a, ...b, headers: mergeHeaders(a.headers, b.headers) };
+}
+
+/** An instance's default headers: axios's per-method groups, empty, for SDKs that set `defaults.headers.post[…]`. */
+const methodGroups = (): Record<string, unknown> => Object.fromEntries(HEADER_GROUPS.map((group) => [group, {}]));
 
 /** axios 1.x's query-string encoder (buildURL): brackets stay percent-encoded since axios 1.12. */
 function encodeParam(v: unknown): string {
@@ -292,13 +314,12 @@ function prepareBody(
 
 function normalizeHeaders(input: Record<string, unknown>, method: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  const methods = ["common", "get", "post", "put", "patch", "delete", "head", "options"];
   const flat: Record<string, unknown> = {};
   const common = input["common"];
   if (isPlainObject(common)) Object.assign(flat, common);
   const specific = input[method];
   if (isPlainObject(specific)) Object.assign(flat, specific);
-  for (const [k, v] of Object.entries(input)) if (!methods.includes(k)) flat[k] = v;
+  for (const [k, v] of Object.entries(input)) if (!HEADER_GROUPS.includes(k)) flat[k] = v;
   for (const [k, v] of Object.entries(flat)) {
     if (v === undefined || v === null || v === false) continue;
     out[k] = Array.isArray(v) ? v.map(String) : String(v);
@@ -411,7 +432,7 @@ export function createInstance(defaults: AxiosRequestConfig = {}): AxiosInstance
   };
   const instance = ((configOrUrl: string | AxiosRequestConfig, config?: AxiosRequestConfig) =>
     typeof configOrUrl === "string" ? request({ ...config, url: configOrUrl }) : request(configOrUrl ?? {})) as AxiosInstance;
-  instance.defaults = { ...defaults, headers: { ...(defaults.headers ?? {}) } };
+  instance.defaults = { ...defaults, headers: mergeHeaders(methodGroups(), defaults.headers) };
   instance.interceptors = interceptors;
   instance.request = (config) => request(config);
   for (const m of ["get", "delete", "head", "options"] as const)

@@ -1,5 +1,5 @@
 import type { Projection } from "../src/projector/projection.js";
-import type { SourceEvent } from "../commands/sources/source.js";
+import type { SourceDeployed, SourceEvent } from "../commands/sources/source.js";
 import { bumpCount, countTable } from "./counts.js";
 import { statement } from "../src/readModels/statements.js";
 
@@ -13,21 +13,27 @@ export interface SourceRow {
   name_slug: string;
   endpoint_id: string;
   configured_props: string;
+  /** The props additionalProps() added (JSON), or null. */
+  additional_props: string | null;
   active: number;
   created_at: number;
   updated_at: number;
   seq: number;
 }
 
+const additionalPropsJson = (props: SourceDeployed["data"]["additionalProps"]): string | null =>
+  props && props.length > 0 ? JSON.stringify(props) : null;
+
 export const sourcesProjection: Projection = {
   name: "sources",
-  version: 1,
+  // 2: additional_props, the props a source's additionalProps() added.
+  version: 2,
   tables: ["sources", "source_counts"],
   schema: [
     `CREATE TABLE IF NOT EXISTS sources (
       id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, creator_id TEXT NOT NULL, component_id TEXT NOT NULL,
       name TEXT NOT NULL, name_slug TEXT NOT NULL, endpoint_id TEXT NOT NULL UNIQUE, configured_props TEXT NOT NULL,
-      active INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, seq INTEGER NOT NULL)`,
+      additional_props TEXT, active INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, seq INTEGER NOT NULL)`,
     "CREATE INDEX IF NOT EXISTS sources_by_owner ON sources (owner_id, seq)",
     // Every deploy asks whether a name_slug is taken: without it, a scan of all the owner's sources.
     "CREATE INDEX IF NOT EXISTS sources_by_owner_slug ON sources (owner_id, name_slug)",
@@ -42,7 +48,7 @@ export const sourcesProjection: Projection = {
         statement(
           db,
           `INSERT INTO sources (id, owner_id, creator_id, component_id, name, name_slug, endpoint_id, configured_props,
-            active, created_at, updated_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+            additional_props, active, created_at, updated_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
           d.id,
           d.ownerId,
@@ -52,6 +58,7 @@ export const sourcesProjection: Projection = {
           d.nameSlug,
           d.endpointId,
           JSON.stringify(d.configuredProps),
+          additionalPropsJson(d.additionalProps),
           d.active ? 1 : 0,
           d.at,
           d.at,
@@ -64,9 +71,18 @@ export const sourcesProjection: Projection = {
         const d = event.data;
         statement(
           db,
-          `UPDATE sources SET component_id = ?, name = ?, name_slug = ?, configured_props = ?, active = ?, updated_at = ?
-           WHERE id = ?`,
-        ).run(d.componentId, d.name, d.nameSlug, JSON.stringify(d.configuredProps), d.active ? 1 : 0, d.at, d.id);
+          `UPDATE sources SET component_id = ?, name = ?, name_slug = ?, configured_props = ?, additional_props = ?, active = ?,
+           updated_at = ? WHERE id = ?`,
+        ).run(
+          d.componentId,
+          d.name,
+          d.nameSlug,
+          JSON.stringify(d.configuredProps),
+          additionalPropsJson(d.additionalProps),
+          d.active ? 1 : 0,
+          d.at,
+          d.id,
+        );
         break;
       }
       case "SourceDeleted":

@@ -1,7 +1,15 @@
 import { DomainError, notFound, type Command, type Decider, type DomainEvent } from "../decider.js";
+import type { NormalizedProp } from "../../src/runtime/types.js";
 
 /** Configured props as stored: secret values are sealed ({"$sealed": "…"}), never in clear. */
 export type StoredProps = Record<string, unknown>;
+
+/**
+ * The props the component's additionalProps() added for this source's configured values, as it
+ * described them at the deploy or update (absent when it has no such method): they are the
+ * source's props as much as the component's own, its HTTP interface or timer among them.
+ */
+export type AdditionalProps = readonly NormalizedProp[];
 
 export type SourceDeployed = DomainEvent<
   "SourceDeployed",
@@ -16,13 +24,23 @@ export type SourceDeployed = DomainEvent<
     /** The path segment of the source's HTTP endpoint, stable for the source's life. */
     endpointId: string;
     configuredProps: StoredProps;
+    additionalProps?: AdditionalProps;
     active: boolean;
     at: number;
   }
 >;
 export type SourceUpdated = DomainEvent<
   "SourceUpdated",
-  { id: string; componentId: string; name: string; nameSlug: string; configuredProps: StoredProps; active: boolean; at: number }
+  {
+    id: string;
+    componentId: string;
+    name: string;
+    nameSlug: string;
+    configuredProps: StoredProps;
+    additionalProps?: AdditionalProps;
+    active: boolean;
+    at: number;
+  }
 >;
 export type SourceDeleted = DomainEvent<"SourceDeleted", { id: string; ownerId: string; nameSlug: string; at: number }>;
 export type SourceEvent = SourceDeployed | SourceUpdated | SourceDeleted;

@@ -10,6 +10,7 @@ import type { HttpEvent, HttpResponse } from "../runtime/types.js";
 import { newId } from "../ids.js";
 import type { Workflow } from "../readModels/workflows.js";
 import { JsonLimitError, MAX_INPUT_DEPTH, parseJson } from "../json/bounded.js";
+import { withAdditionalProps } from "../components/additionalProps.js";
 
 /** Source endpoints live at /e/<endpoint id>[/any/sub/path], outside the authenticated API. */
 export const ENDPOINT_PATH = /^\/e\/([0-9a-z]{24})(\/.*)?$/;
@@ -207,7 +208,11 @@ export function sourceEndpoints(
 
       const raw = await readBody(ctx);
       const component = deps.components.get(source.componentId);
-      const customResponse = component?.meta.component.props.some((p) => p.type === "$.interface.http" && p.customResponse === true);
+      const customResponse =
+        component !== undefined &&
+        withAdditionalProps(component.meta.component.props, source.additionalProps).some(
+          (p) => p.type === "$.interface.http" && p.customResponse === true,
+        );
       const message = {
         invocationId: newId("inv"),
         sourceId: source.id,

@@ -4,10 +4,9 @@
 // additionalProps() adds from the configured values. The checks are the sources' (src/sources/configuredProps.ts),
 // run on the merged definitions; only the problem paths are the caller's (`body.props.count`,
 // `steps[2].props.count`).
-import type { ProblemDetail } from "../../commands/decider.js";
 import { DomainError } from "../../commands/decider.js";
 import type { ComponentRuntime } from "../runtime/componentRuntime.js";
-import { validateAdditionalProps } from "../runtime/index.js";
+import { ADDITIONAL_PROPS_TIMEOUT_MS, additionalPropsOf, ownValues, withAdditionalProps } from "./additionalProps.js";
 import type { NormalizedProp } from "../runtime/types.js";
 import type { Sealer } from "../secrets/sealer.js";
 import { checkConfiguredProps, MissingAccountError, openPropsWithAccounts } from "../sources/configuredProps.js";
@@ -25,10 +24,6 @@ export interface ActionPropsDeps {
   readonly accounts: Pick<ConnectedAccounts, "checkBindings" | "sealedAuth">;
 }
 
-/** additionalProps() runs in the sandbox like a hook, under a shorter deadline than a run. */
-const ADDITIONAL_PROPS_TIMEOUT_MS = 60_000;
-/** Additional props the instance cannot bind (their values are plain values, not app or db objects). */
-const UNBINDABLE = new Set(["app", "app[]", "$.service.db"]);
 /** Actions have no timers; the rule is only there because the checks are shared with sources. */
 const RULES = { minTimerSeconds: 60 };
 
@@ -53,10 +48,20 @@ export async function actionProps(
   let props: readonly NormalizedProp[] = meta.props;
   if (meta.additionalProps) {
     // additionalProps() sees the component's own props, checked first; other names may be the props it adds.
-    const own = new Set(props.map((p) => p.name));
-    const ownValues = Object.fromEntries(Object.entries(configured).filter(([name]) => own.has(name)));
-    const values = await check(deps, props, ownValues, context);
-    props = merge(props, await additionalProps(deps, component, values, context));
+    const values = await check(deps, props, ownValues(component, configured), context);
+    const outcome = await deps.runtime.invoke({
+      invocationId: newId("inv"),
+      ownerId: context.ownerId,
+      sourceId: component.id,
+      codeHash: component.codeHash,
+      bundleHash: component.meta.bundleHash,
+      bundle: component.meta.bundle,
+      method: "additionalProps",
+      props: values,
+      db: {},
+      limits: { timeoutMs: ADDITIONAL_PROPS_TIMEOUT_MS },
+    });
+    props = withAdditionalProps(props, additionalPropsOf(outcome, component, context.pathPrefix));
   }
   return check(deps, props, configured, context);
 }
@@ -95,50 +100,4 @@ export async function check(
     if (!(error instanceof MissingAccountError)) throw error;
     throw new DomainError("invalid_request", at(error.message), [{ path: context.pathPrefix, message: at(error.message) }]);
   }
-}
-
-async function additionalProps(
-  deps: ActionPropsDeps,
-  component: LoadedComponent,
-  values: Record<string, unknown>,
-  context: { ownerId: string; pathPrefix: string },
-): Promise<NormalizedProp[]> {
-  const fail = (message: string, details: ProblemDetail[] = [{ path: context.pathPrefix, message }]) =>
-    new DomainError("invalid_request", message, details);
-  const outcome = await deps.runtime.invoke({
-    invocationId: newId("inv"),
-    ownerId: context.ownerId,
-    sourceId: component.id,
-    codeHash: component.codeHash,
-    bundleHash: component.meta.bundleHash,
-    bundle: component.meta.bundle,
-    method: "additionalProps",
-    props: values,
-    db: {},
-    limits: { timeoutMs: ADDITIONAL_PROPS_TIMEOUT_MS },
-  });
-  if (!outcome.ok) {
-    const error = outcome.error;
-    throw fail(`the action's additionalProps() failed: ${error ? `${error.name}: ${error.message}` : "no detail"}`);
-  }
-  const { problems, props } = validateAdditionalProps(outcome.returnValue, "action");
-  const unbindable = props.filter((p) => UNBINDABLE.has(p.type));
-  const ownUnbindable = new Set(component.meta.component.props.filter((p) => UNBINDABLE.has(p.type)).map((p) => p.name));
-  const all = [
-    ...props.filter((p) => ownUnbindable.has(p.name)).map((p) => `props.${p.name}: the component's own ${p.name} prop cannot be redefined`),
-    ...problems.map((p) => `${p.path}: ${p.message}`),
-    ...unbindable.map(
-      (p) => `props.${p.name}: additional props of type ${p.type} are not supported; declare it among the component's props`,
-    ),
-  ];
-  if (all.length > 0) throw fail(`the action's additionalProps() returned invalid props: ${all.join("; ")}`);
-  return props;
-}
-
-/** The component's props with the additional ones: a name it already has takes the new definition. */
-function merge(own: readonly NormalizedProp[], more: readonly NormalizedProp[]): NormalizedProp[] {
-  const byName = new Map(more.map((p) => [p.name, p]));
-  const replaced = own.map((p) => byName.get(p.name) ?? p);
-  const names = new Set(own.map((p) => p.name));
-  return [...replaced, ...more.filter((p) => !names.has(p.name))];
 }

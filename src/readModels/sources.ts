@@ -4,6 +4,7 @@ import { countOf, keysetPage, mapPage, type Page, type PageRequest } from "./pag
 import { statement } from "./statements.js";
 import { PER_SOURCE_MEMO_ENTRIES, ReadModelMemo, type AppliedEvents } from "./memo.js";
 import { sourcesProjection } from "../../projections/sources.js";
+import type { NormalizedProp } from "../runtime/types.js";
 
 /** A deployed source as the application sees it. */
 export interface Source {
@@ -17,6 +18,8 @@ export interface Source {
   readonly endpointId: string;
   /** As stored: secrets sealed. */
   readonly configuredProps: Record<string, unknown>;
+  /** The props its component's additionalProps() added at its deploy or last update (none for most). */
+  readonly additionalProps: readonly NormalizedProp[];
   readonly active: boolean;
   readonly createdAt: number;
   readonly updatedAt: number;
@@ -33,6 +36,7 @@ const toSource = (row: SourceRow): Source => ({
   nameSlug: row.name_slug,
   endpointId: row.endpoint_id,
   configuredProps: JSON.parse(row.configured_props) as Record<string, unknown>,
+  additionalProps: row.additional_props === null ? [] : (JSON.parse(row.additional_props) as NormalizedProp[]),
   active: row.active === 1,
   createdAt: row.created_at,
   updatedAt: row.updated_at,

@@ -6,7 +6,7 @@ import type { Projector } from "../projector/projector.js";
 import type { Source, SourcesReadModel } from "../readModels/sources.js";
 import { parseJson } from "../json/bounded.js";
 import type { ComponentCache } from "../components/componentCache.js";
-import type { RunRequest, RunResult, SourceRunner, StartedBatch } from "./sourceRunner.js";
+import type { RunnableSource, RunRequest, RunResult, SourceRunner, StartedBatch } from "./sourceRunner.js";
 import { RECENT_INVOCATIONS } from "../../commands/emitters/emitter.js";
 import { OwnerSlots } from "./ownerSlots.js";
 import { log } from "../observability/log.js";
@@ -310,11 +310,12 @@ async function parkInvocation(
   };
 }
 
-const runnableOf = (deps: RunnerConsumerDeps, source: Source) => ({
+const runnableOf = (deps: RunnerConsumerDeps, source: Source): RunnableSource => ({
   id: source.id,
   creatorId: source.creatorId,
   storedProps: source.configuredProps,
   endpointUrl: deps.endpointUrl(source.endpointId),
+  additionalProps: source.additionalProps,
 });
 
 /**

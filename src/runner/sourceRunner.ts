@@ -1,4 +1,4 @@
-import type { HttpResponse, InvocationMethod, InvocationOutcome } from "../runtime/types.js";
+import type { HttpResponse, Invocation, InvocationMethod, InvocationOutcome, NormalizedProp } from "../runtime/types.js";
 import type { ComponentRuntime } from "../runtime/componentRuntime.js";
 import type { LoadedComponent } from "../components/componentCache.js";
 import type { EmitterStore, LoadedEmitter } from "../../commands/emitters/emitterStore.js";
@@ -8,7 +8,8 @@ import type { Emit } from "../../commands/emitters/dedupe.js";
 import { alreadyRecorded, type Delivery, type EventEmitted, type RecordRun } from "../../commands/emitters/emitter.js";
 import { MissingAccountError, openPropsWithAccounts } from "../sources/configuredProps.js";
 import type { Sealed, Sealer } from "../secrets/sealer.js";
-import type { Clock } from "../ids.js";
+import { newId, type Clock } from "../ids.js";
+import { ADDITIONAL_PROPS_TIMEOUT_MS, withAdditionalProps } from "../components/additionalProps.js";
 
 /** The parts of a source a run needs (from the read model or from a deploy in progress). */
 export interface RunnableSource {
@@ -16,6 +17,17 @@ export interface RunnableSource {
   readonly creatorId: string;
   readonly storedProps: Record<string, unknown>;
   readonly endpointUrl: string;
+  /** The props its component's additionalProps() added for it (its HTTP interface or timer among them). */
+  readonly additionalProps?: readonly NormalizedProp[];
+}
+
+/** What an invocation of the source's code carries besides the component: its HTTP interface, the props additionalProps() added. */
+function sourceInvocation(source: RunnableSource, component: LoadedComponent): Pick<Invocation, "http" | "additionalProps"> {
+  const http = withAdditionalProps(component.meta.component.props, source.additionalProps).find((p) => p.type === "$.interface.http");
+  return {
+    ...(http ? { http: { endpoint: source.endpointUrl, customResponse: http.customResponse === true } } : {}),
+    ...(source.additionalProps && source.additionalProps.length > 0 ? { additionalProps: source.additionalProps } : {}),
+  };
 }
 
 export interface RunRequest {
@@ -189,7 +201,6 @@ export class SourceRunner {
   /** Runs a batch's code in the sandbox at once, each run on the db the previous one left; records nothing. */
   private async executeBatch(requests: readonly RunRequest[], db: Record<string, unknown>): Promise<Execution[]> {
     const { source, component } = requests[0];
-    const http = component.meta.component.props.find((p) => p.type === "$.interface.http");
     const startedMs = this.clock.now();
     const props = await this.propsOf(source, db);
     if ("failed" in props) return requests.map(() => ({ outcome: props.failed, startedMs }));
@@ -205,7 +216,7 @@ export class SourceRunner {
         props: props.open,
         event: request.event,
         ...(i === 0 ? { db } : {}),
-        ...(http ? { http: { endpoint: source.endpointUrl, customResponse: http.customResponse === true } } : {}),
+        ...sourceInvocation(source, component),
       })),
     );
     // Each run started when the one before it ended (the batch ran them back to back).
@@ -220,7 +231,6 @@ export class SourceRunner {
   /** Runs the code without recording anything (hooks are recorded only once the command was accepted). */
   async execute(request: RunRequest, db: Record<string, unknown>): Promise<Execution> {
     const { source, component, invocationId, trigger } = request;
-    const http = component.meta.component.props.find((p) => p.type === "$.interface.http");
     const startedMs = this.clock.now();
     const props = await this.propsOf(source, db);
     if ("failed" in props) return { outcome: props.failed, startedMs };
@@ -235,9 +245,36 @@ export class SourceRunner {
       props: props.open,
       event: request.event,
       db,
-      ...(http ? { http: { endpoint: source.endpointUrl, customResponse: http.customResponse === true } } : {}),
+      ...sourceInvocation(source, component),
     });
     return { outcome, startedMs };
+  }
+
+  /**
+   * Calls the component's additionalProps() for a source being deployed or updated, with its own
+   * props' values (`source.storedProps`, secrets and accounts opened) and `this.db` as it is:
+   * records nothing (it is no run), answers what it described.
+   */
+  async describeAdditionalProps(
+    source: RunnableSource,
+    component: LoadedComponent,
+    db: Record<string, unknown>,
+  ): Promise<InvocationOutcome> {
+    const props = await this.propsOf(source, db);
+    if ("failed" in props) return props.failed;
+    return this.runtime.invoke({
+      invocationId: newId("inv"),
+      ownerId: source.creatorId,
+      sourceId: source.id,
+      codeHash: component.codeHash,
+      bundleHash: component.meta.bundleHash,
+      bundle: component.meta.bundle,
+      method: "additionalProps",
+      props: props.open,
+      db,
+      limits: { timeoutMs: ADDITIONAL_PROPS_TIMEOUT_MS },
+      ...sourceInvocation(source, component),
+    });
   }
 
   /** What an execution did, as the emitter's RecordRun command: its emits, and its error on $errors. */

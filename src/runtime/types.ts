@@ -37,6 +37,8 @@ export interface NormalizedProp {
   readonly app?: string;
   /** $.interface.http only. */
   readonly customResponse?: boolean;
+  /** Its value decides what the component's additionalProps() adds. */
+  readonly reloadProps?: boolean;
   /** Where the definition came from, when propDefinition was used. */
   readonly propDefinition?: { readonly app: string; readonly name: string };
 }
@@ -58,6 +60,8 @@ export interface ConfigurableProp {
   customResponse?: boolean;
   /** The options come from the prop's options() method (listed through the prop options endpoint). */
   remoteOptions?: boolean;
+  /** Its value decides what the component's additionalProps() adds (configure it, then those). */
+  reloadProps?: boolean;
 }
 
 export interface ComponentMeta {
@@ -130,6 +134,8 @@ export interface Invocation {
   /** The source's key-value snapshot (at most 60 KB, JSON nested at most 128 levels). */
   readonly db?: Record<string, unknown>;
   readonly http?: { readonly endpoint: string; readonly customResponse?: boolean };
+  /** Sources: the props the source's additionalProps() added at deploy; the instance gets them like its own. */
+  readonly additionalProps?: readonly NormalizedProp[];
   readonly limits?: { readonly timeoutMs?: number; readonly memoryMb?: number };
   /** Actions only: previous steps' exports, given to run as { steps }. */
   readonly steps?: Record<string, unknown>;

@@ -12,6 +12,7 @@ import { tickSchedule, type TickSchedule } from "./ticks.js";
 import type { Workflow, WorkflowsReadModel } from "../readModels/workflows.js";
 import type { WorkflowRunQueue } from "../workflows/runner.js";
 import { log } from "../observability/log.js";
+import { withAdditionalProps } from "../components/additionalProps.js";
 
 export interface SchedulerDeps {
   readonly timers: TimerStore;
@@ -164,7 +165,8 @@ export class TimerScheduler {
 
   #timerOf(source: Source): { name: string; value: TimerValue } | undefined {
     const component = this.deps.components.get(source.componentId);
-    const prop = component?.meta.component.props.find((p) => p.type === "$.interface.timer");
+    const prop =
+      component && withAdditionalProps(component.meta.component.props, source.additionalProps).find((p) => p.type === "$.interface.timer");
     if (!prop) return undefined;
     const value = source.configuredProps[prop.name] as TimerValue | undefined;
     return value ? { name: prop.name, value } : undefined;

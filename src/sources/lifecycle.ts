@@ -5,7 +5,14 @@
 // refused command leaves nothing behind (no component either).
 import type { EventStore } from "../store/eventStore.js";
 import { CommandHandler, latestPosition, type HandleOptions, type HandlerOf } from "../../commands/handler.js";
-import { hooksAround, source as sourceDecider, type Hook, type HookResults, type SourceCommand } from "../../commands/sources/source.js";
+import {
+  hooksAround,
+  source as sourceDecider,
+  type AdditionalProps,
+  type Hook,
+  type HookResults,
+  type SourceCommand,
+} from "../../commands/sources/source.js";
 import { Names } from "../../commands/names/claims.js";
 import { sourceDataStreams, streams } from "../../commands/streams.js";
 import { DomainError } from "../../commands/decider.js";
@@ -20,6 +27,8 @@ import { slugify } from "../slug.js";
 import { endpointToken, newId, type Clock } from "../ids.js";
 import type { QuotaGuard } from "./quota.js";
 import { OwnerSlots } from "../runner/ownerSlots.js";
+import { additionalPropsOf, ownValues, withAdditionalProps } from "../components/additionalProps.js";
+import type { NormalizedProp } from "../runtime/types.js";
 
 export interface LifecycleDeps {
   readonly store: EventStore;
@@ -85,6 +94,7 @@ export class SourceLifecycle {
     const endpointId = endpointToken();
     // The seed: name "defaults to the component's name slug".
     const name = input.name ?? (slugify(component.meta.component.name) || "source");
+    let additionalProps: AdditionalProps = [];
     const command = (nameSlug: string, hooks: HookResults, configuredProps: Record<string, unknown>): SourceCommand => ({
       type: "DeploySource",
       data: {
@@ -96,6 +106,7 @@ export class SourceLifecycle {
         nameSlug,
         endpointId,
         configuredProps,
+        ...(additionalProps.length > 0 ? { additionalProps } : {}),
         active: true,
         at: seconds(this.deps.clock),
         componentType: component.meta.component.type,
@@ -104,12 +115,20 @@ export class SourceLifecycle {
     });
     // The decider's rules come first (an action is refused before its props are judged), then the props, before any user code runs.
     sourceDecider.decide(command("-", { failed: [], force: false }, {}), sourceDecider.initialState());
-    const stored = await this.#checkProps(input.ownerId, component, input.configuredProps);
+    const checked = await this.#checkProps(
+      { id, creatorId: input.creatorId, endpointUrl: this.deps.endpointUrl(endpointId) },
+      input.ownerId,
+      component,
+      input.configuredProps,
+    );
+    const stored = checked.stored;
+    additionalProps = checked.additionalProps;
     const runnable: RunnableSource = {
       id,
       creatorId: input.creatorId,
       storedProps: stored,
       endpointUrl: this.deps.endpointUrl(endpointId),
+      additionalProps,
     };
     const ran = await this.#hooks(runnable, component, hooksAround.deploy(component.meta.component.hooks), {});
     await this.#loggedIfRefused([{ source: runnable, component, ran }], async () =>
@@ -150,6 +169,7 @@ export class SourceLifecycle {
     const name = input.name ?? source.name;
     const renamed = input.name !== undefined && slugify(input.name) !== source.nameSlug.replace(/-\d+$/, "");
     let stored: Record<string, unknown> = previous;
+    let additionalProps: AdditionalProps = source.additionalProps;
     const command = (nameSlug: string, hooks: HookResults): SourceCommand => ({
       type: "UpdateSource",
       data: {
@@ -158,6 +178,7 @@ export class SourceLifecycle {
         name,
         nameSlug,
         configuredProps: stored,
+        ...(additionalProps.length > 0 ? { additionalProps } : {}),
         active: input.active,
         at: seconds(this.deps.clock),
         componentType: component.meta.component.type,
@@ -166,9 +187,13 @@ export class SourceLifecycle {
     });
     const current = await this.#sources.load(source.id);
     sourceDecider.decide(command(source.nameSlug, { failed: [], force: false }), current.state);
-    stored = await this.#checkProps(source.ownerId, component, input.configuredProps ?? previous, previous);
     const oldRunnable = this.#runnable(source, previous);
-    const newRunnable: RunnableSource = { ...oldRunnable, storedProps: stored };
+    // Pausing, resuming or renaming keeps the props additionalProps() added: it runs again only for new values or new code.
+    const same = input.configuredProps === undefined && component.id === source.componentId ? source.additionalProps : undefined;
+    const checked = await this.#checkProps(oldRunnable, source.ownerId, component, input.configuredProps ?? previous, previous, same);
+    stored = checked.stored;
+    additionalProps = checked.additionalProps;
+    const newRunnable: RunnableSource = { ...oldRunnable, storedProps: stored, additionalProps };
 
     const around = hooksAround.update(component.meta.component.hooks, source.active, input.active);
     const before = hooksAround.update(previousComponent.meta.component.hooks, source.active, input.active).before;
@@ -231,19 +256,53 @@ export class SourceLifecycle {
   }
 
   #runnable(source: Source, storedProps: Record<string, unknown>): RunnableSource {
-    return { id: source.id, creatorId: source.creatorId, storedProps, endpointUrl: this.deps.endpointUrl(source.endpointId) };
+    return {
+      id: source.id,
+      creatorId: source.creatorId,
+      storedProps,
+      endpointUrl: this.deps.endpointUrl(source.endpointId),
+      additionalProps: source.additionalProps,
+    };
   }
 
+  /**
+   * The configured props checked against the source's props, and the props its additionalProps()
+   * adds for them: that method runs first (before any hook) on the own props' values, checked, so
+   * what it adds (an HTTP interface, a timer, more inputs) is checked, stored and shown like the rest.
+   */
   async #checkProps(
+    source: Pick<RunnableSource, "id" | "creatorId" | "endpointUrl">,
     ownerId: string,
     component: LoadedComponent,
     given: Record<string, unknown>,
     previous?: Record<string, unknown>,
-  ): Promise<Record<string, unknown>> {
-    const { props } = component.meta.component;
+    /** The props additionalProps() added before, kept as they are (no call). */
+    kept?: AdditionalProps,
+  ): Promise<{ stored: Record<string, unknown>; additionalProps: AdditionalProps }> {
+    let { props } = component.meta.component;
+    let additionalProps: AdditionalProps = kept ?? [];
+    if (kept) props = withAdditionalProps(props, kept);
+    else if (component.meta.component.additionalProps) {
+      const own = this.#checked(props, ownValues(component, given), previous);
+      await this.deps.accounts.checkBindings(ownerId, props, own);
+      await this.#hookSlots.acquire(source.creatorId);
+      let outcome;
+      try {
+        outcome = await this.deps.runner.describeAdditionalProps({ ...source, storedProps: own }, component, {});
+      } finally {
+        this.#hookSlots.release(source.creatorId);
+      }
+      additionalProps = additionalPropsOf(outcome, component, "configured_props");
+      props = withAdditionalProps(props, additionalProps);
+    }
+    const stored = this.#checked(props, given, previous);
+    await this.deps.accounts.checkBindings(ownerId, props, stored);
+    return { stored, additionalProps };
+  }
+
+  #checked(props: readonly NormalizedProp[], given: Record<string, unknown>, previous?: Record<string, unknown>): Record<string, unknown> {
     const { stored, problems } = checkConfiguredProps(props, given, this.deps.sealer, this.deps.rules, previous);
     if (problems.length > 0) throw new DomainError("invalid_request", `${problems[0].path} ${problems[0].message}`, problems);
-    await this.deps.accounts.checkBindings(ownerId, props, stored);
     return stored;
   }
 

@@ -20,6 +20,9 @@ export const ConfigurableProp = Type.Object(
     max: Type.Optional(Type.Integer()),
     options: Type.Optional(Type.Array(Type.Unknown())),
     customResponse: Type.Optional(Type.Boolean({ description: "$.interface.http: the run answers each request (http.respond)" })),
+    reloadProps: Type.Optional(
+      Type.Boolean({ description: "the component's additionalProps() adds props for this prop's value: set it, then the props added" }),
+    ),
     remoteOptions: Type.Optional(
       Type.Boolean({ description: "options come from the prop's options() method: POST /components/{key_or_id}/props/{prop}/options" }),
     ),

@@ -8,6 +8,7 @@ import { invalid, notFound } from "../../../commands/decider.js";
 import { REGISTRY_OWNER } from "../../../commands/components/component.js";
 import { viewProps } from "../../sources/configuredProps.js";
 import type { Source as SourceView } from "../../readModels/sources.js";
+import { withAdditionalProps } from "../../components/additionalProps.js";
 import type { LoadedComponent } from "../../components/componentCache.js";
 import type { HandleOptions } from "../../../commands/handler.js";
 
@@ -45,7 +46,11 @@ export function sourceView(deps: Pick<ApiDeps, "components" | "endpointUrl">, so
     ...(withUser ? { user_id: source.creatorId } : {}),
     component_id: source.componentId,
     configured_props: component
-      ? viewProps(component.meta.component.props, source.configuredProps, deps.endpointUrl(source.endpointId))
+      ? viewProps(
+          withAdditionalProps(component.meta.component.props, source.additionalProps),
+          source.configuredProps,
+          deps.endpointUrl(source.endpointId),
+        )
       : {},
     active: source.active,
     created_at: source.createdAt,

@@ -14,6 +14,7 @@ export function configurableProps(props: readonly NormalizedProp[]): Configurabl
     if (p.max !== undefined) out.max = p.max;
     if (Array.isArray(p.options)) out.options = [...(p.options as readonly PropOption[])];
     if (p.options === "dynamic") out.remoteOptions = true;
+    if (p.reloadProps) out.reloadProps = true;
     if (p.type === "$.interface.http" && p.customResponse === true) out.customResponse = true;
     return out;
   });

@@ -356,6 +356,7 @@ function validateProp(
     ...(options !== undefined ? { options } : {}),
     ...(base === "app" ? { app: def["app"] as string } : {}),
     ...(base === "$.interface.http" ? { customResponse: def["customResponse"] === true } : {}),
+    ...(def["reloadProps"] === true ? { reloadProps: true } : {}),
     ...(pd && typeof pd["app"] === "string" && typeof pd["name"] === "string"
       ? { propDefinition: { app: pd["app"], name: pd["name"] } }
       : {}),

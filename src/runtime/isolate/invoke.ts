@@ -6,7 +6,7 @@
 // replacements of built-ins are live, so the code that reports the outcome uses only primordials
 // captured at prelude start: no prototype methods, no globals, no keys assigned onto objects
 // (prototype setters), no `await` of a promise whose `then` the component could have replaced.
-import { componentProps, isRecord, type AnyRecord } from "./component.js";
+import { componentProps, isRecord, type AnyRecord, type ResolvedProp } from "./component.js";
 import { systemWarning } from "./console.js";
 import { DbStore } from "./db.js";
 import { describeProps } from "./describe.js";
@@ -43,6 +43,8 @@ export interface InvokePayload {
   props: AnyRecord;
   event?: unknown;
   http?: { endpoint?: string; customResponse?: boolean };
+  /** Sources: the props additionalProps() added at deploy (name, type, default), built like the component's own. */
+  additionalProps?: { name: string; type: string; default?: unknown; customResponse?: boolean }[];
   steps?: AnyRecord;
   limits: IsolateLimits;
 }
@@ -177,12 +179,34 @@ function makeApp(def: AnyRecord, configured: unknown): AnyRecord {
   return app;
 }
 
+/**
+ * The component's props with the ones additionalProps() added at deploy (a source's, given by the
+ * trusted side): an added prop of an own prop's name takes its place, as its definition does there.
+ */
+function withAdditional(own: [string, ResolvedProp][], additional: InvokePayload["additionalProps"]): [string, ResolvedProp][] {
+  if (!ArrayIsArray(additional) || additional.length === 0) return own;
+  const added: [string, ResolvedProp][] = [];
+  const names: AnyRecord = {};
+  for (let i = 0; i < additional.length; i++) {
+    const prop = additional[i];
+    const def: AnyRecord = { type: prop.type };
+    if (prop.default !== undefined) def["default"] = prop.default;
+    if (prop.customResponse === true) def["customResponse"] = true;
+    defineValue(added, added.length, [prop.name, { def, raw: def }]);
+    defineValue(names, prop.name, true);
+  }
+  const out: [string, ResolvedProp][] = [];
+  for (let i = 0; i < own.length; i++) if (!hasOwn(names, own[i][0])) defineValue(out, out.length, own[i]);
+  for (let i = 0; i < added.length; i++) defineValue(out, out.length, added[i]);
+  return out;
+}
+
 function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, isAction: boolean): AnyRecord {
   const instance: AnyRecord = {};
   const configured = p.props ?? {};
   let dbFacade: AnyRecord | undefined;
   const strictRespond = isAction;
-  const props = componentProps(component);
+  const props = withAdditional(componentProps(component), p.additionalProps);
   for (let i = 0; i < props.length; i++) {
     // Index access, not destructuring: the array iterator is replaceable.
     const name = props[i][0];

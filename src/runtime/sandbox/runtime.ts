@@ -708,6 +708,12 @@ export class Runtime {
           props: inv.props ?? {},
           event: inv.event,
           http: inv.http,
+          additionalProps: inv.additionalProps?.map((prop) => ({
+            name: prop.name,
+            type: prop.type,
+            ...(prop.default !== undefined ? { default: prop.default } : {}),
+            ...(prop.customResponse === true ? { customResponse: true } : {}),
+          })),
           steps: inv.steps,
           limits: { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes },
         },

@@ -5,7 +5,10 @@ import os from "node:os";
 import path from "node:path";
 import { Receiver } from "../harness/receiver.js";
 import { TestServer } from "../harness/server.js";
+import { fileURLToPath } from "node:url";
 import { cliHome, CuttableProxy, runCli, RunningCli, type CliResult } from "./cliHarness.js";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 
 // The user CLI as people and scripts run it: the real binary, as a child process, against a real server.
 
@@ -194,6 +197,17 @@ describe("user CLI (real binary, real server)", function () {
       expect(r.stdout).to.match(/status\s+active/);
       const deleted = hw("delete", "cli-widget-file", "--json");
       expect(deleted.status, deleted.stderr).to.equal(0);
+    });
+
+    it("deploys a component with the nearest package.json, whose dependencies pin the npm packages it imports without a version", async () => {
+      const published = path.resolve(repoRoot, "test/fixtures/published/components/pinned_tools/sources/lodash-version");
+      const r = hw("deploy", published, "--name", "CLI pinned", "--json");
+      expect(r.status, r.stderr).to.equal(0);
+      const run = hw("run", r.json.id, "--json");
+      expect(run.status, run.stderr).to.equal(0);
+      const events = await server.client().get(`/v1/sources/${r.json.id}/event_summaries?expand=event&limit=1`);
+      expect(events.body.data[0].event.lodash, "pinned by pinned_tools/package.json").to.equal("4.17.20");
+      expect(hw("delete", r.json.id, "--json").status).to.equal(0);
     });
 
     it("deploys a registry component by key", () => {

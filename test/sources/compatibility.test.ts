@@ -494,6 +494,26 @@ describe("sources: published components deployed unchanged (compatibility)", fun
     ]);
   });
 
+  it("an npm package imported without a version gets the range its app's package.json declares (by URL and uploaded), else the newest", async () => {
+    const code = files.get("components/pinned_tools/sources/lodash-version/lodash-version.mjs")!;
+    // First, while no lodash is cached (an unpinned import takes the newest cached version).
+    const inline = await admin.post("/v1/sources", { component_code: code });
+    expect(inline.status, JSON.stringify(inline.body)).to.equal(200);
+    const byUrl = await deployUrl("pinned_tools/sources/lodash-version/lodash-version.mjs");
+    const uploaded = await deployUpload("pinned_tools", "sources/lodash-version/lodash-version.mjs");
+    const versions: string[] = [];
+    for (const source of [byUrl, uploaded, inline.body.data]) {
+      await run(source.id);
+      const [emitted] = await defaultEvents(source.id);
+      expect(emitted.event.chunked).to.deep.equal([[1, 2], [3]]);
+      versions.push(emitted.event.lodash);
+    }
+    expect(versions.slice(0, 2), "the app's package.json pins 4.17.20").to.deep.equal(["4.17.20", "4.17.20"]);
+    // Code sent alone has no package.json: the newest release.
+    expect(versions[2]).to.match(/^4\.\d+\.\d+$/);
+    expect(versions[2]).to.not.equal("4.17.20");
+  });
+
   it("a SQL app spreading the platform's sqlProxy and sqlProp bases: new rows polled by id, the table's options from its schema", async () => {
     const account = await admin.post("/v1/accounts", {
       app: "ledger_db",

@@ -7,6 +7,7 @@
 // moduleCandidates): as written when the specifier has a known extension, else as written, then
 // with .js/.mjs/.cjs/.ts/.mts/.cts/.json, then as a directory's index file.
 import fs from "node:fs";
+import { isBuiltin } from "node:module";
 import path from "node:path";
 import { CliError, usage } from "../failure.js";
 
@@ -61,11 +62,31 @@ export function directoryEntry(dir: string, entry?: string): string {
   throw usage(`${dir} has several component files (${(chosen.length ? chosen : files).join(", ")}): choose one with --entry`);
 }
 
-/** The entry and every file its relative imports reach, keyed by path relative to their common folder. */
+/** How far up from the entry's folder the package.json that pins its npm packages is looked for. */
+const MANIFEST_LEVELS = 6;
+
+/** The nearest package.json at or above `dir` (at most MANIFEST_LEVELS up), as the server looks for it among the files. */
+function nearestManifest(dir: string): string | undefined {
+  for (let level = 0; level <= MANIFEST_LEVELS; level++) {
+    const candidate = path.join(dir, "package.json");
+    if (isFile(candidate)) return candidate;
+    const parent = path.dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+  return undefined;
+}
+
+/**
+ * The entry and every file its relative imports reach, keyed by path relative to their common
+ * folder; when they import npm packages, the nearest package.json too, whose dependencies give the
+ * versions of the packages imported without one (as for a published app's folder).
+ */
 export async function collectFiles(entryFile: string): Promise<{ files: Record<string, string>; entry: string }> {
   const esbuild = await import("esbuild");
   const entry = path.resolve(entryFile);
   const reached = new Set<string>([entry]);
+  let importsPackages = false;
   try {
     await esbuild.build({
       entryPoints: [entry],
@@ -80,7 +101,10 @@ export async function collectFiles(entryFile: string): Promise<{ files: Record<s
           setup(build) {
             build.onResolve({ filter: /.*/ }, (args) => {
               if (args.kind === "entry-point") return { path: args.path };
-              if (!isRelative(args.path)) return { path: args.path, external: true };
+              if (!isRelative(args.path)) {
+                if (!isBuiltin(args.path)) importsPackages = true;
+                return { path: args.path, external: true };
+              }
               const found = candidates(args.resolveDir, args.path).find(isFile);
               if (!found) {
                 return {
@@ -109,6 +133,8 @@ export async function collectFiles(entryFile: string): Promise<{ files: Record<s
     const where = first.location ? ` (${first.location.file}:${first.location.line})` : "";
     throw new CliError("invalid_component", `${first.text}${first.text.startsWith("cannot find") ? "" : where}`);
   }
+  const manifest = importsPackages ? nearestManifest(path.dirname(entry)) : undefined;
+  if (manifest) reached.add(manifest);
   if (reached.size > MAX_FILES)
     throw new CliError("invalid_component", `the component reaches ${reached.size} files; at most ${MAX_FILES} are uploaded`);
   const root = commonFolder([...reached]);

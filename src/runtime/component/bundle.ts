@@ -11,6 +11,7 @@ import { STUBBED_BUILTINS, stubModuleSource } from "./stubModules.js";
 import {
   AVAILABLE_BUILTINS,
   builtinName,
+  isValidRange,
   LAZY_BUILTINS,
   packageOfPath,
   parseNpmSpecifier,
@@ -44,6 +45,9 @@ const NODE_MODULES_DIR = fileURLToPath(new URL("../isolate/node/", import.meta.u
 /** Packages ask for the npm polyfills of these with a trailing slash ("process/"): the prelude's serve them. */
 const PRELUDE_PACKAGES = new Set(["process/", "buffer/", "events/"]);
 const MAX_MODULES = 50;
+/** How far up from an importing module a package.json is looked for, and how many are fetched in all. */
+const MAX_MANIFEST_LEVELS = 6;
+const MAX_MANIFEST_LOOKUPS = 16;
 
 /** What Node, TypeScript and Pipedream try for a relative specifier without a known extension, in order. */
 const EXTENSIONS = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".json"];
@@ -98,6 +102,54 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
         if (!(err instanceof ModuleFetchError && err.missing)) throw err;
         missing.add(candidate);
       }
+    }
+    return undefined;
+  };
+  /**
+   * The range the component's own package.json gives an npm package it imports without a version,
+   * as the published components declare theirs (components/<app>/package.json): the nearest
+   * package.json above the importing module decides, as it would for the app's directory in a
+   * checkout. None found, or the package not among its dependencies: undefined (the newest).
+   * A manifest that cannot be fetched or read counts as none: it only ever refines a version.
+   */
+  const manifests = new Map<string, Promise<Record<string, unknown> | undefined>>();
+  const manifestAt = (dir: string): Promise<Record<string, unknown> | undefined> => {
+    let found = manifests.get(dir);
+    if (!found) {
+      found =
+        manifests.size >= MAX_MANIFEST_LOOKUPS
+          ? Promise.resolve(undefined)
+          : deps.loadModule(`${dir}package.json`).then(
+              (text) => {
+                const parsed: unknown = JSON.parse(text);
+                const dependencies = (parsed as { dependencies?: unknown } | null)?.dependencies;
+                return typeof dependencies === "object" && dependencies !== null ? (dependencies as Record<string, unknown>) : {};
+              },
+              () => undefined,
+            );
+      // JSON.parse's failure (a page that is no manifest) is a manifest without dependencies.
+      found = found.catch(() => ({}));
+      manifests.set(dir, found);
+    }
+    return found;
+  };
+  const declaredRange = async (importer: string | undefined, name: string): Promise<string | undefined> => {
+    if (importer === undefined) return undefined;
+    let dir: string;
+    try {
+      dir = new URL("./", importer).toString();
+    } catch {
+      return undefined;
+    }
+    for (let level = 0; level < MAX_MANIFEST_LEVELS; level++) {
+      const dependencies = await manifestAt(dir);
+      if (dependencies !== undefined) {
+        const range = dependencies[name];
+        return typeof range === "string" && isValidRange(range) ? range : undefined;
+      }
+      const parent = new URL("../", dir).toString();
+      if (parent === dir) return undefined;
+      dir = parent;
     }
     return undefined;
   };
@@ -184,7 +236,8 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
           if (!npmSpec) return { errors: [{ text: `"${spec}" is not a valid module specifier` }] };
           let installed;
           try {
-            installed = await deps.npm.ensure(npmSpec.name, npmSpec.range);
+            const range = npmSpec.range ?? (await declaredRange(args.namespace === "remote" ? args.importer : input.url, npmSpec.name));
+            installed = await deps.npm.ensure(npmSpec.name, range);
           } catch (err) {
             return { errors: [{ text: (err as Error).message }] };
           }

@@ -458,6 +458,44 @@ describe("runtime: Node compatibility layer", function () {
     expect((second.emits[0].event as { before: boolean }).before).to.equal(false);
   });
 
+  it("fs.ReadStream, fs.WriteStream and http.ServerResponse are classes libraries test values against; got@11 sends its requests", async () => {
+    // got 11 asks \`body instanceof fs.ReadStream\` and \`instanceof http.ServerResponse\` on every request.
+    const event = await run(
+      source(
+        `
+      fs.writeFileSync("/tmp/r.txt", "stream me");
+      const read = fs.createReadStream("/tmp/r.txt", { encoding: "utf8" });
+      let text = "";
+      for await (const chunk of read) text += chunk;
+      const write = fs.createWriteStream("/tmp/w.txt");
+      await new Promise((resolve) => { write.on("finish", resolve); write.end("written"); });
+      let constructed;
+      try { new http.ServerResponse({}); } catch (err) { constructed = err.message; }
+      const answer = await got.post("${server.url}/body", { json: { a: 1 } }).json();
+      const direct = new fs.ReadStream("/tmp/r.txt");
+      this.$emit({
+        classes: [typeof fs.ReadStream, typeof fs.WriteStream, typeof http.ServerResponse],
+        read: { isReadStream: read instanceof fs.ReadStream, text, bytesRead: read.bytesRead, path: read.path },
+        write: { isWriteStream: write instanceof fs.WriteStream, bytesWritten: write.bytesWritten, file: fs.readFileSync("/tmp/w.txt", "utf8") },
+        direct: direct instanceof fs.ReadStream && direct.path,
+        notServerResponse: read instanceof http.ServerResponse,
+        constructed,
+        answer,
+      });`,
+        `import fs from "fs"; import http from "http"; import got from "got@11.8.6";`,
+      ),
+    );
+    expect(event).to.deep.equal({
+      classes: ["function", "function", "function"],
+      read: { isReadStream: true, text: "stream me", bytesRead: 9, path: "/tmp/r.txt" },
+      write: { isWriteStream: true, bytesWritten: 7, file: "written" },
+      direct: "/tmp/r.txt",
+      notServerResponse: false,
+      constructed: "http.ServerResponse is not available in the sandbox: use an HTTP interface prop ($.interface.http)",
+      answer: { method: "POST", type: "application/json", body: '{"a":1}' },
+    });
+  });
+
   it("axios responseType stream gives a readable body, with or without the stream module in the bundle", async () => {
     for (const imports of [`import axios from "axios";`, `import axios from "axios"; import "stream";`]) {
       const e = await run(

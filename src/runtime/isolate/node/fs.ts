@@ -450,64 +450,91 @@ function fstatSync(fd: number): Stats {
 
 const { Readable, Writable } = Stream;
 
-function createReadStream(p: PathLike, options?: unknown) {
-  const opts = (typeof options === "string" ? { encoding: options } : (options ?? {})) as {
-    encoding?: BufferEncoding;
-    start?: number;
-    end?: number;
-    highWaterMark?: number;
-  };
-  const path = resolvePath(p, "open");
-  const size = opts.highWaterMark ?? 64 * 1024;
-  let position = opts.start ?? 0;
-  let opened: Uint8Array | undefined;
-  const stream = new Readable({
-    highWaterMark: size,
-    read() {
-      try {
-        opened ??= (readFileSync(path) as Buffer).subarray(0, opts.end === undefined ? undefined : opts.end + 1);
-      } catch (err) {
-        this.destroy(err as Error);
-        return;
-      }
-      if (position >= opened.byteLength) {
-        this.push(null);
-        return;
-      }
-      const chunk = Buffer.from(opened.subarray(position, position + size));
-      position += chunk.byteLength;
-      this.push(opts.encoding ? chunk.toString(opts.encoding) : chunk);
-    },
-  });
-  return Object.assign(stream, { path, bytesRead: 0, pending: false });
+/** Node's fs.ReadStream over the run's /tmp: the file read at its first read, handed out in chunks. */
+export class ReadStream extends Readable {
+  readonly path: string;
+  bytesRead = 0;
+  pending = false;
+  readonly #size: number;
+  readonly #end: number | undefined;
+  readonly #encoding: BufferEncoding | undefined;
+  #position: number;
+  #opened: Uint8Array | undefined;
+
+  constructor(p: PathLike, options?: unknown) {
+    const opts = (typeof options === "string" ? { encoding: options } : (options ?? {})) as {
+      encoding?: BufferEncoding;
+      start?: number;
+      end?: number;
+      highWaterMark?: number;
+    };
+    const size = opts.highWaterMark ?? 64 * 1024;
+    super({ highWaterMark: size });
+    this.path = resolvePath(p, "open");
+    this.#size = size;
+    this.#end = opts.end;
+    this.#encoding = opts.encoding;
+    this.#position = opts.start ?? 0;
+  }
+
+  override _read(): void {
+    try {
+      this.#opened ??= (readFileSync(this.path) as Buffer).subarray(0, this.#end === undefined ? undefined : this.#end + 1);
+    } catch (err) {
+      this.destroy(err as Error);
+      return;
+    }
+    if (this.#position >= this.#opened.byteLength) {
+      this.push(null);
+      return;
+    }
+    const chunk = Buffer.from(this.#opened.subarray(this.#position, this.#position + this.#size));
+    this.#position += chunk.byteLength;
+    this.bytesRead += chunk.byteLength;
+    this.push(this.#encoding ? chunk.toString(this.#encoding) : chunk);
+  }
 }
 
-function createWriteStream(p: PathLike, options?: unknown) {
-  const opts = (typeof options === "string" ? { encoding: options } : (options ?? {})) as { flags?: string; encoding?: BufferEncoding };
-  const path = resolvePath(p, "open");
-  let fd: number | undefined;
-  const stream = new Writable({
-    write(chunk: unknown, encoding: BufferEncoding, callback: (error?: Error | null) => void) {
-      try {
-        fd ??= openSync(path, opts.flags ?? "w");
-        writeSync(fd, toBytes(chunk, encoding));
-        callback();
-      } catch (err) {
-        callback(err as Error);
-      }
-    },
-    final(callback: (error?: Error | null) => void) {
-      try {
-        fd ??= openSync(path, opts.flags ?? "w");
-        closeSync(fd);
-        callback();
-      } catch (err) {
-        callback(err as Error);
-      }
-    },
-  });
-  return Object.assign(stream, { path, bytesWritten: 0, pending: false });
+/** Node's fs.WriteStream over the run's /tmp: the file opened at the first write (or at the end), written as chunks come. */
+export class WriteStream extends Writable {
+  readonly path: string;
+  bytesWritten = 0;
+  pending = false;
+  readonly #flags: string;
+  #fd: number | undefined;
+
+  constructor(p: PathLike, options?: unknown) {
+    const opts = (typeof options === "string" ? { encoding: options } : (options ?? {})) as { flags?: string; encoding?: BufferEncoding };
+    super();
+    this.path = resolvePath(p, "open");
+    this.#flags = opts.flags ?? "w";
+  }
+
+  override _write(chunk: unknown, encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    try {
+      this.#fd ??= openSync(this.path, this.#flags);
+      const bytes = toBytes(chunk, encoding);
+      writeSync(this.#fd, bytes);
+      this.bytesWritten += bytes.byteLength;
+      callback();
+    } catch (err) {
+      callback(err as Error);
+    }
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    try {
+      this.#fd ??= openSync(this.path, this.#flags);
+      closeSync(this.#fd);
+      callback();
+    } catch (err) {
+      callback(err as Error);
+    }
+  }
 }
+
+const createReadStream = (p: PathLike, options?: unknown) => new ReadStream(p, options);
+const createWriteStream = (p: PathLike, options?: unknown) => new WriteStream(p, options);
 
 // ---- callback and promise forms ----
 
@@ -606,6 +633,8 @@ export default {
   ...callbacks,
   createReadStream,
   createWriteStream,
+  ReadStream,
+  WriteStream,
   Stats,
   Dirent,
   constants,

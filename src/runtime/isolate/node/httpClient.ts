@@ -344,11 +344,20 @@ export function clientModule(defaultProtocol: "http:" | "https:") {
     req.end();
     return req;
   };
+  const module = defaultProtocol.slice(0, -1);
   const unavailable = () => {
-    throw new Error(
-      `${defaultProtocol.slice(0, -1)}.createServer is not available in the sandbox: use an HTTP interface prop ($.interface.http)`,
-    );
+    throw new Error(`${module}.createServer is not available in the sandbox: use an HTTP interface prop ($.interface.http)`);
   };
+  /**
+   * A server-side class of Node's: there is no instance of it in the sandbox, but libraries test
+   * values against it (got: `body instanceof http.ServerResponse`), so it must be a class.
+   */
+  const serverSide = (name: string) =>
+    class {
+      constructor() {
+        throw new Error(`${module}.${name} is not available in the sandbox: use an HTTP interface prop ($.interface.http)`);
+      }
+    };
   return {
     request,
     get,
@@ -360,7 +369,8 @@ export function clientModule(defaultProtocol: "http:" | "https:") {
     STATUS_CODES,
     maxHeaderSize: 16384,
     createServer: unavailable,
-    Server: unavailable,
+    Server: serverSide("Server"),
+    ServerResponse: serverSide("ServerResponse"),
     validateHeaderName: (name: string) => {
       if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(String(name))) throw new TypeError(`Header name must be a valid HTTP token ["${name}"]`);
     },

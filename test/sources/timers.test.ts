@@ -42,6 +42,26 @@ describe("timers (real server)", function () {
   });
   after(() => Promise.all([server.stop(), strict.stop()]));
 
+  it("a timer the component fixes with static (hidden, as published instant sources keep theirs) needs no configuration and fires", async () => {
+    const fixed = await deploy(
+      admin,
+      `export default {
+        name: "Static timer",
+        version: "0.0.1",
+        props: { db: "$.service.db", timer: { type: "$.interface.timer", static: { intervalSeconds: 1 }, hidden: true } },
+        async run(event) { this.$emit(event); },
+      };`,
+      {},
+      "static timer",
+    );
+    expect(fixed.configured_props.timer).to.deep.equal({ cron: null, interval_seconds: 1, timezone: null });
+    const fired = await eventually("2 timer events", async () => {
+      const got = await events(admin, fixed.id);
+      return got.length >= 2 ? got : undefined;
+    });
+    expect(fired[0].event.interval_seconds).to.equal(1);
+  });
+
   it("an interval timer's event {timestamp, interval_seconds} reaches run, once per interval", async () => {
     expect(interval.configured_props.timer).to.deep.equal({ cron: null, interval_seconds: 1, timezone: null });
     const list = await eventually("4 timer events", async () => {

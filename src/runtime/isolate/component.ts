@@ -1,5 +1,5 @@
 // The loaded component and how its props read: shorthand strings, propDefinition from an app,
-// a timer's schedule written on the prop itself.
+// a timer's schedule written on the prop itself (or as its `static` schedule).
 
 import { ArrayIsArray, defineValue, hasOwn, objectKeys } from "./primordials.js";
 
@@ -44,7 +44,9 @@ export function resolveProp(raw: unknown): ResolvedProp {
     def = { ...(isRecord(base) ? base : {}), ...local };
   }
   if (def["type"] === "$.interface.timer" && def["default"] === undefined) {
-    if (def["intervalSeconds"] !== undefined) def = { ...def, default: { intervalSeconds: def["intervalSeconds"] } };
+    // A timer the component fixes (`static`, often `hidden`): its schedule, as a default.
+    if (isRecord(def["static"])) def = { ...def, default: def["static"] };
+    else if (def["intervalSeconds"] !== undefined) def = { ...def, default: { intervalSeconds: def["intervalSeconds"] } };
     else if (def["cron"] !== undefined) def = { ...def, default: { cron: def["cron"] } };
   }
   return { def, raw, ...(propDefinition ? { propDefinition } : {}) };

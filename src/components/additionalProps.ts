@@ -10,7 +10,7 @@ import type { LoadedComponent } from "./componentCache.js";
 /** additionalProps() runs in the sandbox like a hook, under a shorter deadline than a run. */
 export const ADDITIONAL_PROPS_TIMEOUT_MS = 60_000;
 /** Additional props an instance cannot bind (their values are plain values, not app or db objects). */
-const UNBINDABLE = new Set(["app", "app[]", "$.service.db"]);
+const UNBINDABLE = new Set(["app", "app[]", "$.service.db", "dir"]);
 /** A source keeps what its additionalProps() returned in its own events: bounded like a prop's value (64 KB). */
 const MAX_ADDITIONAL_PROPS = 100;
 const MAX_ADDITIONAL_PROPS_BYTES = 64 * 1024;

@@ -13,6 +13,7 @@ export type PropType =
   | "$.interface.timer"
   | "$.service.db"
   | "alert"
+  | "dir"
   | "boolean[]"
   | "integer[]"
   | "string[]"

@@ -160,8 +160,8 @@ export function checkConfiguredProps(
   }
   for (const prop of props) {
     const raw = given[prop.name];
-    if (prop.type === "$.service.db") {
-      if (raw !== undefined) problems.push({ path: path(prop.name), message: "a $.service.db prop is not configurable" });
+    if (prop.type === "$.service.db" || prop.type === "dir") {
+      if (raw !== undefined) problems.push({ path: path(prop.name), message: `a ${prop.type} prop is not configurable` });
       continue;
     }
     if (prop.type === "$.interface.http") continue; // the endpoint is assigned, nothing to configure

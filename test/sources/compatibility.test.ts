@@ -514,6 +514,32 @@ describe("sources: published components deployed unchanged (compatibility)", fun
     expect(versions[2]).to.not.equal("4.17.20");
   });
 
+  it("a dir prop (Pipedream's File Stash, optional as published sources declare it) deploys; using it says it is not available", async () => {
+    const code = `export default {
+      name: "Stash",
+      version: "0.0.1",
+      props: { timer: { type: "$.interface.timer", default: { intervalSeconds: 3600 } }, dir: { type: "dir", accessMode: "write", optional: true } },
+      async run() {
+        let message;
+        try { await this.dir.open("a/b.txt"); } catch (err) { message = err.message; }
+        this.$emit({ kind: typeof this.dir, message });
+      },
+    };`;
+    const deployed = await admin.post("/v1/sources", { component_code: code });
+    expect(deployed.status, JSON.stringify(deployed.body)).to.equal(200);
+    expect(deployed.body.data.configured_props).to.not.have.property("dir");
+    await run(deployed.body.data.id);
+    const [emitted] = await defaultEvents(deployed.body.data.id);
+    expect(emitted.event).to.deep.equal({
+      kind: "object",
+      message:
+        "this.dir.open(): dir props (Pipedream's File Stash) are not available in Headwater; write files to /tmp within the run instead",
+    });
+    const configured = await admin.post("/v1/sources", { component_code: code, configured_props: { dir: "/tmp/x" } });
+    expect(configured.status).to.equal(400);
+    expect(configured.body.details).to.deep.include({ path: "configured_props.dir", message: "a dir prop is not configurable" });
+  });
+
   it("a SQL app spreading the platform's sqlProxy and sqlProp bases: new rows polled by id, the table's options from its schema", async () => {
     const account = await admin.post("/v1/accounts", {
       app: "ledger_db",

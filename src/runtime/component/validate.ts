@@ -23,6 +23,8 @@ export const PROP_TYPES: Readonly<Record<string, PropTypeRule>> = {
   "$.service.db": { array: false, source: true, action: true },
   /** Text shown to whoever configures the component (content, alertType): nothing to configure. */
   alert: { array: false, source: true, action: true },
+  /** Pipedream's File Stash directory (accessMode, sync): nothing to configure; its methods explain it is not offered. */
+  dir: { array: false, source: true, action: true },
 };
 
 const HOOKS = new Set(["deploy", "activate", "deactivate"]);
@@ -275,7 +277,7 @@ function validateProp(
   if (!rule) {
     problem(
       `${path}.type`,
-      `unknown prop type "${type}" (app, boolean, integer, string, object, any, alert, $.interface.http, $.interface.timer, $.service.db)`,
+      `unknown prop type "${type}" (app, boolean, integer, string, object, any, alert, dir, $.interface.http, $.interface.timer, $.service.db)`,
     );
     return undefined;
   }

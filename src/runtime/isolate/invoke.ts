@@ -201,6 +201,22 @@ function withAdditional(own: [string, ResolvedProp][], additional: InvokePayload
   return out;
 }
 
+/**
+ * A `dir` prop: Pipedream's File Stash directory, which Headwater does not offer. Components that
+ * declare one (optional, to stash files on request) load and run; using it says why it fails.
+ */
+function fileStashDir(name: string): AnyRecord {
+  const unavailable = (method: string) => () => {
+    throw new ErrorCtor(
+      `this.${name}.${method}(): dir props (Pipedream's File Stash) are not available in Headwater; write files to /tmp within the run instead`,
+    );
+  };
+  const dir: AnyRecord = {};
+  const methods = ["open", "dir", "listFiles", "delete"];
+  for (let i = 0; i < methods.length; i++) defineValue(dir, methods[i], unavailable(methods[i]));
+  return dir;
+}
+
 function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, isAction: boolean): AnyRecord {
   const instance: AnyRecord = {};
   const configured = p.props ?? {};
@@ -225,6 +241,9 @@ function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, isAc
       }
       case "$.service.db":
         defineValue(instance, name, (dbFacade ??= db.facade()));
+        break;
+      case "dir":
+        defineValue(instance, name, fileStashDir(name));
         break;
       case "$.interface.http": {
         const custom = p.http?.customResponse ?? def["customResponse"] === true;

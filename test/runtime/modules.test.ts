@@ -305,6 +305,58 @@ describe("runtime: modules in the sandbox", function () {
     expect(outcome.emits[0].event).to.deep.equal({ groups: ["common", "delete", "get", "head", "options", "patch", "post", "put"] });
   });
 
+  it("exports what axios 1.x exports (AxiosHeaders, CanceledError, CancelToken, HttpStatusCode, …); interceptors get config.headers as AxiosHeaders", async () => {
+    // apify-client builds AxiosHeaders; interceptors of SDKs call config.headers.set().
+    const prepared = await prepareCode(
+      runtime,
+      `import axios, { AxiosHeaders, CanceledError, CancelToken, HttpStatusCode, mergeConfig, toFormData, formToJSON, VERSION } from "axios";
+       export default { name: "exports", version: "1", props: { base: "string" }, async run() {
+         const headers = new AxiosHeaders({ "Content-Type": "text/plain", "x-a": 1 });
+         headers.set("X-B", "two").set({ "x-a": "3" });
+         const client = axios.create({ baseURL: this.base, headers: { common: { "X-Common": "c" } } });
+         let seen;
+         client.interceptors.request.use((config) => {
+           seen = { isHeaders: config.headers instanceof AxiosHeaders, common: config.headers.get("x-common") };
+           config.headers.set("X-From-Interceptor", "yes");
+           config.headers.setAuthorization("Bearer t");
+           return config;
+         });
+         await client.get("/exports", { headers: new AxiosHeaders({ "X-Request": "r" }) });
+         const { token, cancel } = CancelToken.source();
+         cancel("stop");
+         let cancelled;
+         try { token.throwIfRequested(); } catch (err) { cancelled = { isCancel: axios.isCancel(err), name: err.name, message: err.message, code: err.code }; }
+         const form = toFormData({ a: { b: 1 }, list: [1, 2] });
+         this.$emit({
+           headers: headers.toJSON(), contentType: headers.getContentType(), has: headers.has("x-b"), text: headers.toString(),
+           seen, cancelled, plainCancel: axios.isCancel(new Error("x")), canceledError: new CanceledError() instanceof axios.AxiosError,
+           status: [HttpStatusCode.NotFound, HttpStatusCode[429]], merged: mergeConfig({ a: 1 }, { b: 2 }).b,
+           form: [...form.keys()], json: formToJSON(form), version: typeof VERSION,
+         });
+       } };`,
+    );
+    const before = server.requests.length;
+    const outcome = await runtime.invoke(invocation(prepared, { props: { base: server.url } }));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits[0].event).to.deep.equal({
+      headers: { "Content-Type": "text/plain", "x-a": "3", "X-B": "two" },
+      contentType: "text/plain",
+      has: true,
+      text: "Content-Type: text/plain\nx-a: 3\nX-B: two",
+      seen: { isHeaders: true, common: "c" },
+      cancelled: { isCancel: true, name: "CanceledError", message: "stop", code: "ERR_CANCELED" },
+      plainCancel: false,
+      canceledError: true,
+      status: [404, "TooManyRequests"],
+      merged: 2,
+      form: ["a[b]", "list[]", "list[]"],
+      json: { a: { b: "1" }, list: ["1", "2"] },
+      version: "string",
+    });
+    const sent = server.requests.slice(before).find((r) => r.url === "/exports")!;
+    expect(sent.headers).to.include({ "x-common": "c", "x-request": "r", "x-from-interceptor": "yes", authorization: "Bearer t" });
+  });
+
   it("sends axios bodies and query strings in axios 1.x's wire format: URL-encoded forms, bracketed params, JSON otherwise", async () => {
     // The expected strings are what real axios 1.21 (Node adapter) put on the wire for the same calls. Query
     // values avoid ' < > : the host bridge's URL parser percent-encodes those, where Node's axios sends them raw.

@@ -5,6 +5,7 @@ import { bodyStream } from "../bodyStream.js";
 import { HttpBridgeError, hostRequest, type RawResponse } from "../http.js";
 import { URLSearchParams } from "../url.js";
 import { utf8Decode } from "../textCodec.js";
+import { AxiosHeaders } from "./axiosHeaders.js";
 
 export interface AxiosRequestConfig {
   url?: string;
@@ -414,6 +415,9 @@ export function createInstance(defaults: AxiosRequestConfig = {}): AxiosInstance
   const interceptors = { request: new InterceptorManager<AxiosRequestConfig>(), response: new InterceptorManager<AxiosResponse>() };
   const request = async (config: AxiosRequestConfig): Promise<AxiosResponse> => {
     let merged = mergeConfig(instance.defaults, config);
+    // As axios does before the request interceptors: the method's headers over the common ones,
+    // the request's own over both, as one AxiosHeaders (interceptors call config.headers.set()).
+    merged = { ...merged, headers: requestHeaders(merged.headers ?? {}, (merged.method ?? "get").toLowerCase()) };
     for (const h of [...interceptors.request.handlers].reverse()) {
       if (!h?.fulfilled) continue;
       try {
@@ -445,9 +449,179 @@ export function createInstance(defaults: AxiosRequestConfig = {}): AxiosInstance
   instance["AxiosError"] = AxiosError;
   instance["all"] = (ps: Promise<unknown>[]) => Promise.all(ps);
   instance["spread"] = (fn: (...args: unknown[]) => unknown) => (arr: unknown[]) => fn(...arr);
-  instance["isCancel"] = () => false;
+  instance["isCancel"] = (value: unknown) => value instanceof CanceledError;
+  instance["AxiosHeaders"] = AxiosHeaders;
+  instance["CanceledError"] = CanceledError;
+  instance["Cancel"] = CanceledError;
+  instance["CancelToken"] = CancelToken;
+  instance["HttpStatusCode"] = HttpStatusCode;
+  instance["mergeConfig"] = mergeConfig;
+  instance["Axios"] = Axios;
+  instance["VERSION"] = AXIOS_VERSION;
+  instance["toFormData"] = toFormData;
+  instance["formToJSON"] = formToJSON;
+  instance["getAdapter"] = () => {
+    throw new Error("axios adapters are not available in the sandbox: requests go through Headwater's HTTP bridge");
+  };
   instance["default"] = instance;
   return instance;
+}
+
+/** The axios 1.x version whose behaviour (wire format, errors, headers) this module follows. */
+const AXIOS_VERSION = "1.12.2";
+
+/** A request's headers as axios 1.x hands them to interceptors: groups flattened into one AxiosHeaders. */
+function requestHeaders(headers: Record<string, unknown>, method: string): AxiosHeaders {
+  const common = headers["common"];
+  const specific = headers[method];
+  const own = Object.fromEntries(Object.entries(headers).filter(([key]) => !HEADER_GROUPS.includes(key)));
+  return AxiosHeaders.concat(isPlainObject(common) ? common : {}, isPlainObject(specific) ? specific : {}, own);
+}
+
+/** A request cancelled (axios's CanceledError; `axios.isCancel` tells it apart). */
+export class CanceledError extends AxiosError {
+  override name = "CanceledError";
+  readonly __CANCEL__ = true;
+  constructor(message?: string, config?: AxiosRequestConfig, request?: unknown) {
+    super(message ?? "canceled", "ERR_CANCELED", config, request);
+  }
+}
+
+/**
+ * axios's legacy cancellation token. The bridge cannot abort a request in flight, so a cancelled
+ * token only marks it: `throwIfRequested()` throws the CanceledError, as axios does.
+ */
+export class CancelToken {
+  reason: CanceledError | undefined;
+  readonly promise: Promise<CanceledError>;
+  #resolve!: (reason: CanceledError) => void;
+  constructor(executor: (cancel: (message?: string) => void) => void) {
+    if (typeof executor !== "function") throw new TypeError("executor must be a function.");
+    this.promise = new Promise((resolve) => (this.#resolve = resolve));
+    executor((message) => {
+      if (this.reason) return;
+      this.reason = new CanceledError(message);
+      this.#resolve(this.reason);
+    });
+  }
+  throwIfRequested(): void {
+    if (this.reason) throw this.reason;
+  }
+  static source(): { token: CancelToken; cancel: (message?: string) => void } {
+    let cancel!: (message?: string) => void;
+    const token = new CancelToken((c) => (cancel = c));
+    return { token, cancel };
+  }
+}
+
+/** axios's HttpStatusCode: names to codes and codes to names. */
+const HttpStatusCode: Record<string, number | string> = {};
+for (const [name, code] of Object.entries({
+  Continue: 100,
+  SwitchingProtocols: 101,
+  Processing: 102,
+  EarlyHints: 103,
+  Ok: 200,
+  Created: 201,
+  Accepted: 202,
+  NonAuthoritativeInformation: 203,
+  NoContent: 204,
+  ResetContent: 205,
+  PartialContent: 206,
+  MultiStatus: 207,
+  AlreadyReported: 208,
+  ImUsed: 226,
+  MultipleChoices: 300,
+  MovedPermanently: 301,
+  Found: 302,
+  SeeOther: 303,
+  NotModified: 304,
+  UseProxy: 305,
+  Unused: 306,
+  TemporaryRedirect: 307,
+  PermanentRedirect: 308,
+  BadRequest: 400,
+  Unauthorized: 401,
+  PaymentRequired: 402,
+  Forbidden: 403,
+  NotFound: 404,
+  MethodNotAllowed: 405,
+  NotAcceptable: 406,
+  ProxyAuthenticationRequired: 407,
+  RequestTimeout: 408,
+  Conflict: 409,
+  Gone: 410,
+  LengthRequired: 411,
+  PreconditionFailed: 412,
+  PayloadTooLarge: 413,
+  UriTooLong: 414,
+  UnsupportedMediaType: 415,
+  RangeNotSatisfiable: 416,
+  ExpectationFailed: 417,
+  ImATeapot: 418,
+  MisdirectedRequest: 421,
+  UnprocessableEntity: 422,
+  Locked: 423,
+  FailedDependency: 424,
+  TooEarly: 425,
+  UpgradeRequired: 426,
+  PreconditionRequired: 428,
+  TooManyRequests: 429,
+  RequestHeaderFieldsTooLarge: 431,
+  UnavailableForLegalReasons: 451,
+  InternalServerError: 500,
+  NotImplemented: 501,
+  BadGateway: 502,
+  ServiceUnavailable: 503,
+  GatewayTimeout: 504,
+  HttpVersionNotSupported: 505,
+  VariantAlsoNegotiates: 506,
+  InsufficientStorage: 507,
+  LoopDetected: 508,
+  NotExtended: 510,
+  NetworkAuthenticationRequired: 511,
+})) {
+  HttpStatusCode[name] = code;
+  HttpStatusCode[code] = name;
+}
+
+/** axios's Axios class: `new Axios(config)` is an instance with those defaults. */
+function Axios(this: unknown, config?: AxiosRequestConfig): AxiosInstance {
+  return createInstance(config ?? {});
+}
+
+/** axios.toFormData(object, formData?): the object's fields, flattened as axios flattens them, in a FormData. */
+function toFormData(data: object, formData?: { append(name: string, value: unknown): void }, options: FormSerializerOptions = {}) {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- see prelude.ts: require keeps blob.ts lazy
+  const target = formData ?? new (require("../blob.js") as typeof import("../blob.js")).FormData();
+  for (const [name, value] of formPairs(data, options, false)) {
+    target.append(name, Buffer.isBuffer(value) ? new Blob([value]) : value);
+  }
+  return target;
+}
+
+/** axios.formToJSON(formData): `a[b]` and `a.b` names back into nested objects, repeated names into arrays. */
+function formToJSON(form: { forEach?: (fn: (value: unknown, name: string) => void) => void }): Record<string, unknown> | null {
+  if (typeof form?.forEach !== "function") return null;
+  const out: Record<string, unknown> = {};
+  form.forEach((value, name) => {
+    const path = (name.match(/\w+|\[(\w*)]/g) ?? [name]).map((token) => (token === "[]" ? "" : token.replace(/^\[|]$/g, "")));
+    let node: Record<string, unknown> | unknown[] = out;
+    path.forEach((key, i) => {
+      const last = i === path.length - 1;
+      const container = node as Record<string, unknown>;
+      const slot = key === "" && Array.isArray(node) ? String(node.length) : key;
+      if (last) {
+        const existing = container[slot];
+        container[slot] = existing === undefined ? value : Array.isArray(existing) ? [...existing, value] : [existing, value];
+        return;
+      }
+      const nextIsIndex = path[i + 1] === "" || /^\d+$/.test(path[i + 1]);
+      container[slot] ??= nextIsIndex ? [] : {};
+      node = container[slot] as Record<string, unknown>;
+    });
+  });
+  return out;
 }
 
 export function isAxiosError(v: unknown): v is AxiosError {

@@ -633,6 +633,37 @@ describe("runtime: Node compatibility layer", function () {
     expect((fromNode.blob as unknown[])[2]).to.equal("héllo world");
   });
 
+  it("DOMParser, XMLSerializer and Node are there for code that names them (the AWS SDK's browser XML parser), bundled only then", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      source(
+        `
+      const doc = new DOMParser().parseFromString('<ListBucketResult><Name>b</Name><Contents><Key>k1</Key></Contents><Contents><Key>k2</Key></Contents></ListBucketResult>', "application/xml");
+      const root = doc.documentElement;
+      this.$emit({
+        root: root.nodeName,
+        elements: Array.from(root.childNodes).filter((n) => n.nodeType === Node.ELEMENT_NODE).map((n) => n.nodeName),
+        keys: Array.from(doc.getElementsByTagName("Key")).map((n) => n.textContent),
+        back: new XMLSerializer().serializeToString(doc.getElementsByTagName("Name")[0]),
+        aws: parseXML('<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>'),
+      });`,
+        `import { parseXML } from "@aws-sdk/xml-builder@3.972.4";`,
+      ),
+    );
+    const outcome = await runtime.invoke(invocation(prepared));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits[0].event).to.deep.equal({
+      root: "ListBucketResult",
+      elements: ["Name", "Contents", "Contents"],
+      keys: ["k1", "k2"],
+      back: "<Name>b</Name>",
+      aws: { Error: { Code: "NoSuchKey", Message: "gone" } },
+    });
+    expect(prepared.bundle).to.include("DOMParser");
+    const plain = await prepareCode(runtime, source("this.$emit({ ok: true });"));
+    expect(plain.bundle, "left out of components that do not name them").to.not.include("XMLSerializer");
+  });
+
   it("self is the global object (form-data's browser build reads self.FormData); window and document stay undefined", async () => {
     const e = await run(
       source(`this.$emit({ self: self === globalThis, form: self.FormData === FormData, window: typeof window, document: typeof document,

@@ -42,6 +42,12 @@ export class BundleError extends Error {
 const ENTRY = "component-entry";
 /** The Node modules bundled on demand (src/runtime/isolate/node/, compiled beside this folder). */
 const NODE_MODULES_DIR = fileURLToPath(new URL("../isolate/node/", import.meta.url));
+/**
+ * Web globals bundled only into components that name them (esbuild's `inject`: a free reference
+ * to an export of one of these files becomes an import of it; unused, the file is left out), as
+ * they are too heavy for every isolate's prelude.
+ */
+const INJECTED_GLOBALS = ["xmlDom.js"].map((file) => fileURLToPath(new URL(`../isolate/globals/${file}`, import.meta.url)));
 /** Packages ask for the npm polyfills of these with a trailing slash ("process/"): the prelude's serve them. */
 const PRELUDE_PACKAGES = new Set(["process/", "buffer/", "events/"]);
 const MAX_MODULES = 50;
@@ -161,7 +167,19 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
     setup(build) {
       build.onResolve({ filter: /.*/ }, async (args) => {
         if ((args.pluginData as { headwaterPassThrough?: boolean } | undefined)?.headwaterPassThrough) return undefined;
-        if (args.kind === "entry-point") return { path: ENTRY, namespace: "component" };
+        // An injected global and its package have no side effects: a component that never names it leaves both out.
+        if (args.kind === "entry-point") {
+          return INJECTED_GLOBALS.includes(args.path) ? { path: args.path, sideEffects: false } : { path: ENTRY, namespace: "component" };
+        }
+        if (INJECTED_GLOBALS.includes(args.importer)) {
+          const resolved = await build.resolve(args.path, {
+            kind: args.kind,
+            resolveDir: args.resolveDir,
+            importer: args.importer,
+            pluginData: { headwaterPassThrough: true },
+          });
+          return resolved.errors.length > 0 ? { errors: resolved.errors } : { ...resolved, sideEffects: false };
+        }
         const spec = args.path;
         const fromComponentCode = args.namespace === "component" || args.namespace === "remote";
 
@@ -320,6 +338,7 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
       banner: { js: "__hw_define(function (module, exports, require) {" },
       footer: { js: "});" },
       plugins: [plugin],
+      inject: INJECTED_GLOBALS,
     });
   } catch (err) {
     const failure = err as esbuild.BuildFailure;

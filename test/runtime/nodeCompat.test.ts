@@ -664,6 +664,36 @@ describe("runtime: Node compatibility layer", function () {
     expect(plain.bundle, "left out of components that do not name them").to.not.include("XMLSerializer");
   });
 
+  it("with self there, a Request takes a relative URL as a web worker's does (airtable probes it at load); fetching one fails", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      source(
+        `
+      const probe = "signal" in new Request("");
+      let fetched;
+      try { await fetch(new Request("/relative")); } catch (err) { fetched = err.message; }
+      let scheme;
+      try { new Request("http://[bad"); } catch (err) { scheme = err.name; }
+      const base = new Airtable({ apiKey: "key123", endpointUrl: "${server.url}" }).base("app1");
+      let answered;
+      try { await base("Table").find("rec1"); answered = "found"; } catch (err) { answered = err.statusCode ?? err.message; }
+      this.$emit({ probe, fetched, scheme, answered });`,
+        `import Airtable from "airtable@0.11.6";`,
+      ),
+    );
+    const before = server.requests.length;
+    const outcome = await runtime.invoke(invocation(prepared));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits[0].event).to.deep.equal({
+      probe: true,
+      fetched: "fetch failed: invalid URL: /relative",
+      scheme: "TypeError",
+      answered: "found",
+    });
+    const sent = server.requests.slice(before).map((r) => `${r.method} ${r.url} ${String(r.headers.authorization)}`);
+    expect(sent).to.deep.equal(["GET /v0/app1/Table/rec1 Bearer key123"]);
+  });
+
   it("self is the global object (form-data's browser build reads self.FormData); window and document stay undefined", async () => {
     const e = await run(
       source(`this.$emit({ self: self === globalThis, form: self.FormData === FormData, window: typeof window, document: typeof document,

@@ -347,7 +347,7 @@ export class Request extends Body {
       extracted && "bytes" in extracted ? extracted.bytes : undefined,
       extracted && "stream" in extracted ? extracted.stream : undefined,
     );
-    this.url = from ? from.url : new URL(String((input as { href?: string })?.href ?? input)).href;
+    this.url = from ? from.url : requestUrl(String((input as { href?: string })?.href ?? input));
     this.method = method;
     this.headers = new Headers(init.headers ?? from?.headers);
     if (extracted && "type" in extracted && extracted.type && !this.headers.has("content-type"))
@@ -366,6 +366,21 @@ export class Request extends Body {
   }
 }
 Object.defineProperty(Request.prototype, Symbol.toStringTag, { value: "Request", configurable: true });
+
+/**
+ * A Request's URL: absolute URLs as the URL parser writes them. A relative one is kept as given,
+ * where Node throws: the sandbox offers `self` as a web worker does, and code that finds `self`
+ * probes the Request as a worker's (airtable asks whether "signal" in new Request("")), whose relative URLs
+ * resolve against its location. There is no location here, so fetching it fails, naming the URL.
+ */
+function requestUrl(text: string): string {
+  try {
+    return new URL(text).href;
+  } catch (err) {
+    if (/^[a-zA-Z][a-zA-Z\d+.-]*:/.test(text)) throw err;
+    return text;
+  }
+}
 
 export async function fetch(input: unknown, init: RequestInit = {}): Promise<Response> {
   const request = input instanceof Request ? input : undefined;

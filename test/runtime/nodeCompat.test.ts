@@ -748,6 +748,14 @@ describe("runtime: Node compatibility layer", function () {
         new RegExp(`"${name}", which is not available in the sandbox`),
       );
     }
+    // A package that loads WebAssembly (firebase-admin's farmhash) is refused in those words, not in the bundler's.
+    const wasm = await prepareCode(runtime, source(`fingerprint64("a");`, `import { fingerprint64 } from "farmhash-modern@1.1.0";`)).catch(
+      (e: unknown) => e,
+    );
+    expect(wasm).to.be.instanceOf(ComponentValidationError);
+    expect((wasm as ComponentValidationError).problems[0].message).to.include(
+      'npm package "farmhash-modern" loads WebAssembly (farmhash_modern_bg.wasm), which the sandbox does not run',
+    );
   });
 
   it("an npm package importing a module the sandbox cannot offer saves; the module throws, naming the call, only when used", async () => {

@@ -366,5 +366,11 @@ function explained(text: string): string {
   if (/^Top-level await is currently not supported/.test(text)) {
     return "top-level await is not supported in components (they are loaded synchronously): move the await into run, a hook or a method";
   }
+  const wasm = /^No loader is configured for "\.wasm" files: (.+)$/.exec(text);
+  if (wasm) {
+    const file = wasm[1];
+    const pkg = packageOfPath(file);
+    return `${pkg ? `npm package "${pkg}"` : "the component"} loads WebAssembly (${file.split("/").pop()}), which the sandbox does not run (its memory would escape the sandbox's limit)`;
+  }
   return text;
 }

@@ -118,23 +118,26 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
    * checkout. None found, or the package not among its dependencies: undefined (the newest).
    * A manifest that cannot be fetched or read counts as none: it only ever refines a version.
    */
+  /** The dependencies of the package.json in `dir`: undefined when there is none, {} when it is no manifest. */
+  const readManifest = async (dir: string): Promise<Record<string, unknown> | undefined> => {
+    let text: string;
+    try {
+      text = await deps.loadModule(`${dir}package.json`);
+    } catch {
+      return undefined;
+    }
+    try {
+      const dependencies = (JSON.parse(text) as { dependencies?: unknown } | null)?.dependencies;
+      return typeof dependencies === "object" && dependencies !== null ? (dependencies as Record<string, unknown>) : {};
+    } catch {
+      return {};
+    }
+  };
   const manifests = new Map<string, Promise<Record<string, unknown> | undefined>>();
   const manifestAt = (dir: string): Promise<Record<string, unknown> | undefined> => {
     let found = manifests.get(dir);
     if (!found) {
-      found =
-        manifests.size >= MAX_MANIFEST_LOOKUPS
-          ? Promise.resolve(undefined)
-          : deps.loadModule(`${dir}package.json`).then(
-              (text) => {
-                const parsed: unknown = JSON.parse(text);
-                const dependencies = (parsed as { dependencies?: unknown } | null)?.dependencies;
-                return typeof dependencies === "object" && dependencies !== null ? (dependencies as Record<string, unknown>) : {};
-              },
-              () => undefined,
-            );
-      // JSON.parse's failure (a page that is no manifest) is a manifest without dependencies.
-      found = found.catch(() => ({}));
+      found = manifests.size >= MAX_MANIFEST_LOOKUPS ? Promise.resolve(undefined) : readManifest(dir);
       manifests.set(dir, found);
     }
     return found;

@@ -255,11 +255,16 @@ function buildUrl(config: AxiosRequestConfig): string {
   return url;
 }
 
+/** A multipart body's Content-Type (with its boundary) replaces any the request gave, whatever its case. */
+function replaceContentType(headers: Record<string, string | string[]>, contentType: string): void {
+  for (const key of Object.keys(headers)) if (key.toLowerCase() === "content-type") delete headers[key];
+  headers["content-type"] = contentType;
+}
+
 /** A form-data body, its stream values read; its Content-Type (with its boundary) replaces any given. */
 async function nodeFormBody(form: NodeFormBody, headers: Record<string, string | string[]>): Promise<Uint8Array> {
   const { body, contentType } = await form[NODE_FORM_BODY]();
-  for (const key of Object.keys(headers)) if (key.toLowerCase() === "content-type") delete headers[key];
-  headers["content-type"] = contentType;
+  replaceContentType(headers, contentType);
   return body;
 }
 
@@ -294,8 +299,7 @@ function prepareBody(
     if (data instanceof blob.FormData) {
       // As axios 1.x does for a spec FormData: multipart, with its boundary in the Content-Type.
       const { body, contentType } = blob.encodeFormData(data);
-      for (const key of Object.keys(headers)) if (key.toLowerCase() === "content-type") delete headers[key];
-      headers["content-type"] = contentType;
+      replaceContentType(headers, contentType);
       return body;
     }
     if (data instanceof blob.Blob) {
@@ -313,15 +317,10 @@ function prepareBody(
   return JSON.stringify(data);
 }
 
+/** The headers a request sends: flattened as interceptors see them (requestHeaders), unset ones left out, values as text. */
 function normalizeHeaders(input: Record<string, unknown>, method: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  const flat: Record<string, unknown> = {};
-  const common = input["common"];
-  if (isPlainObject(common)) Object.assign(flat, common);
-  const specific = input[method];
-  if (isPlainObject(specific)) Object.assign(flat, specific);
-  for (const [k, v] of Object.entries(input)) if (!HEADER_GROUPS.includes(k)) flat[k] = v;
-  for (const [k, v] of Object.entries(flat)) {
+  for (const [k, v] of Object.entries(requestHeaders(input, method))) {
     if (v === undefined || v === null || v === false) continue;
     out[k] = Array.isArray(v) ? v.map(String) : String(v);
   }

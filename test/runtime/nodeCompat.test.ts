@@ -694,6 +694,17 @@ describe("runtime: Node compatibility layer", function () {
     expect(sent).to.deep.equal(["GET /v0/app1/Table/rec1 Bearer key123"]);
   });
 
+  it("__dirname is the module's own folder: a require of __dirname + a file is bundled (pg-format reads its reserved words so at load)", async () => {
+    const e = await run(
+      source(
+        `this.$emit({ quoted: format("SELECT %I FROM %I WHERE id = %L", "user", "my table", "it's") });`,
+        `import format from "pg-format@1.0.4";`,
+      ),
+    );
+    // "user" is a reserved word: quoted only because reserved.js was bundled and read.
+    expect(e).to.deep.equal({ quoted: `SELECT "user" FROM "my table" WHERE id = 'it''s'` });
+  });
+
   it("self is the global object (form-data's browser build reads self.FormData); window and document stay undefined", async () => {
     const e = await run(
       source(`this.$emit({ self: self === globalThis, form: self.FormData === FormData, window: typeof window, document: typeof document,

@@ -337,7 +337,10 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
       logLevel: "silent",
       legalComments: "none",
       charset: "utf8",
-      define: { "process.env.NODE_ENV": '"production"', global: "globalThis" },
+      // `__dirname` is each module's own folder, relative: `require(__dirname + "/x.js")` (pg-format)
+      // folds to `require("./x.js")` and is bundled; anything else that uses it gets "." rather
+      // than a ReferenceError at load (there are no package files to read at run time).
+      define: { "process.env.NODE_ENV": '"production"', global: "globalThis", __dirname: '"."' },
       banner: { js: "__hw_define(function (module, exports, require) {" },
       footer: { js: "});" },
       plugins: [plugin],

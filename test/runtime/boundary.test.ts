@@ -663,6 +663,18 @@ describe("runtime: the sandbox boundary", function () {
       });
     });
 
+    it("a response without status is 200; without status, Node's statusCode is read (published Salesforce sources send it)", async () => {
+      const answer = async (response: string) => {
+        const o = await run(source(`this.http.respond(${response}); this.$emit({ after: true });`), { http });
+        expect(o.ok, JSON.stringify(o.error)).to.equal(true);
+        expect(o.emits, "the run went on").to.have.length(1);
+        return o.response?.status;
+      };
+      expect(await answer("{ statusCode: 202 }")).to.equal(202);
+      expect(await answer('{ body: "ok" }')).to.equal(200);
+      expect(await answer("{ status: 201, statusCode: 202 }")).to.equal(201);
+    });
+
     it("without customResponse an invalid respond never throws: a warning, the run and its emits go on", async () => {
       const o = await run(
         `export default { name: "plain", version: "1", props: { http: "$.interface.http" }, async run() {

@@ -73,8 +73,10 @@ export function makeRespond(strict: boolean, warn: (message: string) => void): (
 function respond(response: unknown): void {
   const s = current();
   if (typeof response !== "object" || response === null) throw new TypeError("http.respond expects an object { status, headers, body }");
-  const r = response as { status?: unknown; headers?: unknown; body?: unknown };
-  const status = checkStatus(r.status);
+  const r = response as { status?: unknown; statusCode?: unknown; headers?: unknown; body?: unknown };
+  // No status is 200, as in Node and most frameworks; without `status`, Node's `statusCode` is read
+  // (published Salesforce sources answer `respond({ statusCode: 200 })`).
+  const status = checkStatus(r.status !== undefined ? r.status : r.statusCode !== undefined ? r.statusCode : 200);
   if (!status.ok) throw new RangeError(status.message);
   const headers = checkHeaders(r.headers);
   if (!headers.ok) throw new TypeError(headers.message);

@@ -60,6 +60,7 @@ describe("runtime: Node compatibility layer", function () {
         exit: (() => { try { process.exit(1); return "exited"; } catch (e) { return e.message; } })(),
         binding: (() => { try { process.binding("fs"); return "bound"; } catch (e) { return e.message; } })(),
         same: process === (await import("process")).default,
+        tag: Object.prototype.toString.call(process),
       });`),
     );
     expect(e.env).to.deep.equal({ PD_COMPONENT: "1", NODE_ENV: "production", TMPDIR: "/tmp" });
@@ -68,6 +69,8 @@ describe("runtime: Node compatibility layer", function () {
     expect(e.exit).to.match(/not available in the sandbox/);
     expect(e.binding).to.match(/not available in the sandbox/);
     expect(e.same).to.equal(true);
+    // Node's tag: axios 0.x (bundled inside salesforce-webhooks) picks its Node adapter by it.
+    expect(e.tag).to.equal("[object process]");
   });
 
   it("path, os, string_decoder, assert, util and events behave as Node's", async () => {

@@ -96,3 +96,6 @@ export const sandboxProcess = Object.assign(emitter, {
   stderr: { write: (s: unknown) => (sandboxConsole.error(String(s).replace(/\n$/, "")), true), isTTY: false },
   stdin: { isTTY: false },
 });
+// Node's own tag: libraries (axios 0.x choosing its adapter, UMD builds) detect Node by
+// Object.prototype.toString.call(process) === "[object process]".
+Object.defineProperty(sandboxProcess, Symbol.toStringTag, { value: "process", configurable: true });

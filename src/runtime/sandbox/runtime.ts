@@ -42,6 +42,12 @@ import {
   type WorkerResponse,
 } from "./protocol.js";
 
+/** The operator's extra certificate authorities (Node reads the file at start): the runners' whole environment. */
+function runnerEnv(host: NodeJS.ProcessEnv): Record<string, string> {
+  const extraCas = host["NODE_EXTRA_CA_CERTS"];
+  return extraCas === undefined || extraCas === "" ? {} : { NODE_EXTRA_CA_CERTS: extraCas };
+}
+
 export class RuntimeClosedError extends Error {
   override readonly name = "RuntimeClosedError";
 }
@@ -231,8 +237,9 @@ export class Runtime {
   private spawn(runner: RunnerProcess): void {
     const child = fork(this.opts.workerPath, [], {
       execArgv: ["--no-node-snapshot", ...RUNNER_V8_FLAGS],
-      // Components never see the environment; the runner itself needs none either.
-      env: {},
+      // Components never see the environment. The runner gets only the operator's extra
+      // certificate authorities: its outbound HTTPS trusts what the node's own does.
+      env: runnerEnv(process.env),
       // JSON, not structured clone: decoding cannot overflow the stack, however nested a message.
       serialization: "json",
       stdio: ["ignore", "inherit", "inherit", "ipc"],

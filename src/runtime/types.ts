@@ -40,6 +40,8 @@ export interface NormalizedProp {
   readonly customResponse?: boolean;
   /** Its value decides what the component's additionalProps() adds. */
   readonly reloadProps?: boolean;
+  /** The component gets `{ label, value }` rather than the value alone. */
+  readonly withLabel?: boolean;
   /** Where the definition came from, when propDefinition was used. */
   readonly propDefinition?: { readonly app: string; readonly name: string };
 }
@@ -63,6 +65,8 @@ export interface ConfigurableProp {
   remoteOptions?: boolean;
   /** Its value decides what the component's additionalProps() adds (configure it, then those). */
   reloadProps?: boolean;
+  /** The component gets `{ label, value }` (a plain value is given its option's label). */
+  withLabel?: boolean;
 }
 
 export interface ComponentMeta {

@@ -140,6 +140,34 @@ function checkScalar(prop: NormalizedProp, base: string, value: unknown, where: 
   return true;
 }
 
+/** A value given for a `withLabel` prop: `{ label, value }`, Pipedream's `{ __lv: { label, value } }`, or the value alone. */
+function labelledValue(given: unknown): { readonly value: unknown; readonly label?: unknown } {
+  const inner = isPlainObject(given) && Object.keys(given).length === 1 && isPlainObject(given.__lv) ? given.__lv : given;
+  if (isPlainObject(inner) && "value" in inner && Object.keys(inner).every((k) => k === "label" || k === "value")) {
+    return { value: inner.value, label: inner.label };
+  }
+  return { value: given };
+}
+
+/**
+ * A `withLabel` prop's value as the component gets it, `{ label, value }`: the label given, else
+ * the matching static option's, else the value as text; undefined (the problem listed) when the
+ * value or the label is not valid.
+ */
+function checkLabelled(prop: NormalizedProp, base: string, given: unknown, where: string, problems: ErrorDetail[]) {
+  const { value, label } = labelledValue(given);
+  if (!checkScalar(prop, base, value, where, problems)) return undefined;
+  if (label !== undefined && typeof label !== "string") {
+    problems.push({ path: `${where}.label`, message: "must be a string" });
+    return undefined;
+  }
+  const option = Array.isArray(prop.options)
+    ? prop.options.find((o) => typeof o === "object" && o !== null && JSON.stringify(o.value) === JSON.stringify(value))
+    : undefined;
+  const optionLabel = typeof option === "object" && option !== null ? option.label : undefined;
+  return { label: label ?? optionLabel ?? (typeof value === "string" ? value : JSON.stringify(value)), value };
+}
+
 /**
  * Checks configured props against the component's props (types, arrays, integer bounds, static
  * options, required or optional, 64 KB per value), fills defaults, seals secrets, and lists every
@@ -188,6 +216,8 @@ export function checkConfiguredProps(
     const isArray = prop.type.endsWith("[]");
     const base = isArray ? prop.type.slice(0, -2) : prop.type;
     const sealsValue = base === "app" || prop.secret;
+    // The component gets { label, value } (not for object or app props, whose values are objects anyway).
+    const labelled = prop.withLabel === true && base !== "object" && base !== "app";
     // A sealed value is kept when sent back redacted, or when it is the stored value itself (PUT without configured_props).
     const keepPrevious = (v: unknown, old: unknown) => sealsValue && isSealed(old) && (v === REDACTED || v === old);
     // An account binding is a reference, stored as given; inline credentials are sealed.
@@ -198,12 +228,24 @@ export function checkConfiguredProps(
         continue;
       }
       const old: unknown[] = Array.isArray(previous[prop.name]) ? (previous[prop.name] as unknown[]) : [];
+      if (labelled) {
+        const items = value.map((item, i) =>
+          keepPrevious(item, old[i]) ? { kept: old[i] } : checkLabelled(prop, base, item, path(prop.name, `[${i}]`), problems),
+        );
+        if (items.every((item) => item !== undefined)) stored[prop.name] = items.map((item) => ("kept" in item ? item.kept : seal(item)));
+        continue;
+      }
       const ok = value.every((item, i) => keepPrevious(item, old[i]) || checkScalar(prop, base, item, path(prop.name, `[${i}]`), problems));
       if (ok) stored[prop.name] = value.map((item: unknown, i): unknown => (keepPrevious(item, old[i]) ? old[i] : seal(item)));
       continue;
     }
     if (keepPrevious(value, previous[prop.name])) {
       stored[prop.name] = previous[prop.name];
+      continue;
+    }
+    if (labelled) {
+      const checked = checkLabelled(prop, base, value, path(prop.name), problems);
+      if (checked !== undefined) stored[prop.name] = seal(checked);
       continue;
     }
     if (checkScalar(prop, base, value, path(prop.name), problems)) stored[prop.name] = seal(value);

@@ -129,6 +129,52 @@ describe("sources: deploy and lifecycle (real server)", function () {
     expect((await admin.get("/v1/users/me/sources")).body.page_info.total_count).to.equal(before);
   });
 
+  it("withLabel props: the component gets { label, value }, configured as that, as { __lv: … } or as the value alone", async () => {
+    const component_code = `export default { name: "Labelled", version: "1", props: {
+      subreddit: { type: "string", withLabel: true },
+      sort: { type: "string", withLabel: true, options: [{ label: "Newest first", value: "new" }, { label: "Top", value: "top" }], default: "new" },
+      limits: { type: "integer[]", withLabel: true, optional: true },
+    }, async run() { this.$emit({ subreddit: this.subreddit, sort: this.sort, limits: this.limits, value: this.subreddit.value }); } };`;
+    const deploy = async (configured_props: Record<string, unknown>) => admin.post("/v1/sources", { component_code, configured_props });
+    const emitted = async (id: string) => {
+      const run = await admin.post(`/v1/sources/${id}/run`, {});
+      expect(run.status, JSON.stringify(run.body)).to.equal(200);
+      return (await events(admin, id))[0].event;
+    };
+
+    const given = await deploy({ subreddit: { label: "Node.js", value: "node" }, limits: [{ __lv: { label: "ten", value: 10 } }, 20] });
+    expect(given.status, JSON.stringify(given.body)).to.equal(200);
+    expect(given.body.data.configured_props.subreddit).to.deep.equal({ label: "Node.js", value: "node" });
+    expect(await emitted(given.body.data.id)).to.deep.equal({
+      subreddit: { label: "Node.js", value: "node" },
+      sort: { label: "Newest first", value: "new" },
+      limits: [
+        { label: "ten", value: 10 },
+        { label: "20", value: 20 },
+      ],
+      value: "node",
+    });
+
+    const plain = await deploy({ subreddit: "javascript", sort: "top" });
+    expect(plain.status, JSON.stringify(plain.body)).to.equal(200);
+    expect(await emitted(plain.body.data.id)).to.deep.include({
+      subreddit: { label: "javascript", value: "javascript" },
+      sort: { label: "Top", value: "top" },
+      value: "javascript",
+    });
+
+    const bad = await deploy({ subreddit: { label: 7, value: "x" }, sort: { label: "Old", value: "old" }, limits: [{ value: "ten" }] });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.details).to.deep.equal([
+      { path: "configured_props.subreddit.label", message: "must be a string" },
+      { path: "configured_props.sort", message: 'must be one of ["new","top"]' },
+      { path: "configured_props.limits[0]", message: "must be an integer" },
+    ]);
+    const listed = (await admin.get(`/v1/sources/${plain.body.data.id}`)).body.data;
+    const component = (await admin.get(`/v1/components/${listed.component_id}`)).body.data;
+    expect(component.configurable_props.find((p: { name: string }) => p.name === "sort")).to.include({ withLabel: true });
+  });
+
   it("timer props are returned as {cron, interval_seconds, timezone}; a cron may name its IANA time zone", async () => {
     const r = await admin.post("/v1/sources", { key: "schedule-cron", configured_props: { timer: { cron: "*/5 * * * *" } } });
     expect(r.status, JSON.stringify(r.body)).to.equal(200);

@@ -23,6 +23,9 @@ export const ConfigurableProp = Type.Object(
     reloadProps: Type.Optional(
       Type.Boolean({ description: "the component's additionalProps() adds props for this prop's value: set it, then the props added" }),
     ),
+    withLabel: Type.Optional(
+      Type.Boolean({ description: "the component gets { label, value }: configure either that object or the value alone" }),
+    ),
     remoteOptions: Type.Optional(
       Type.Boolean({ description: "options come from the prop's options() method: POST /components/{key_or_id}/props/{prop}/options" }),
     ),

@@ -15,6 +15,7 @@ export function configurableProps(props: readonly NormalizedProp[]): Configurabl
     if (Array.isArray(p.options)) out.options = [...(p.options as readonly PropOption[])];
     if (p.options === "dynamic") out.remoteOptions = true;
     if (p.reloadProps) out.reloadProps = true;
+    if (p.withLabel) out.withLabel = true;
     if (p.type === "$.interface.http" && p.customResponse === true) out.customResponse = true;
     return out;
   });

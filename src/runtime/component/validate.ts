@@ -359,6 +359,7 @@ function validateProp(
     ...(base === "app" ? { app: def["app"] as string } : {}),
     ...(base === "$.interface.http" ? { customResponse: def["customResponse"] === true } : {}),
     ...(def["reloadProps"] === true ? { reloadProps: true } : {}),
+    ...(def["withLabel"] === true ? { withLabel: true } : {}),
     ...(pd && typeof pd["app"] === "string" && typeof pd["name"] === "string"
       ? { propDefinition: { app: pd["app"], name: pd["name"] } }
       : {}),

@@ -161,10 +161,9 @@ function checkLabelled(prop: NormalizedProp, base: string, given: unknown, where
     problems.push({ path: `${where}.label`, message: "must be a string" });
     return undefined;
   }
-  const option = Array.isArray(prop.options)
-    ? prop.options.find((o) => typeof o === "object" && o !== null && JSON.stringify(o.value) === JSON.stringify(value))
-    : undefined;
-  const optionLabel = typeof option === "object" && option !== null ? option.label : undefined;
+  const options: readonly PropOption[] = prop.options === undefined || prop.options === "dynamic" ? [] : prop.options;
+  const option = options.find((o) => typeof o === "object" && JSON.stringify(o.value) === JSON.stringify(value));
+  const optionLabel = typeof option === "object" ? option.label : undefined;
   return { label: label ?? optionLabel ?? (typeof value === "string" ? value : JSON.stringify(value)), value };
 }
 

@@ -294,8 +294,13 @@ describe("runtime: hostile code", function () {
         .split("\0")
         .filter(Boolean)
         .map((kv) => kv.split("=")[0]);
-      // Only Node's own IPC channel plumbing is there.
-      expect(names.sort()).to.deep.equal(["NODE_CHANNEL_FD", "NODE_CHANNEL_SERIALIZATION_MODE"]);
+      // Only Node's own IPC channel plumbing is there, and the operator's extra certificate authorities if set.
+      const expected = [
+        "NODE_CHANNEL_FD",
+        "NODE_CHANNEL_SERIALIZATION_MODE",
+        ...(process.env.NODE_EXTRA_CA_CERTS ? ["NODE_EXTRA_CA_CERTS"] : []),
+      ];
+      expect(names.sort()).to.deep.equal(expected);
     } finally {
       delete process.env["HEADWATER_TEST_SECRET"];
       await fresh.close();

@@ -492,6 +492,15 @@ describe("sources: published components deployed unchanged (compatibility)", fun
       ["a", "b"],
       ["c", "d"],
     ]);
+
+    // The entry's default import of a CommonJS module flagged __esModule is its module.exports, as in Node.
+    for (const legacy of [
+      await deployUrl("toolbox/sources/legacy-client/legacy-client.mjs"),
+      await deployUpload("toolbox", "sources/legacy-client/legacy-client.mjs"),
+    ]) {
+      await run(legacy.id);
+      expect((await defaultEvents(legacy.id))[0].event).to.deep.equal({ described: "client in eu-west-1", version: "2.1.0" });
+    }
   });
 
   it("an npm package imported without a version gets the range its app's package.json declares (by URL and uploaded), else the newest", async () => {

@@ -40,6 +40,17 @@ export class BundleError extends Error {
 }
 
 const ENTRY = "component-entry";
+/** An `import` or `export` statement at the start of a line: the code is an ES module. */
+const MODULE_SYNTAX = /^[ \t]*(?:import[ \t]*(?:[\w${*"']|\()|export[ \t]+(?:default|const|let|var|function|class|async|\{|\*))/m;
+
+/**
+ * The entry's module name. An ES module is named `.mjs`, as published components are, so that it
+ * imports CommonJS packages as Node does: the default import is `module.exports` even when the
+ * package marks itself `__esModule` (`import dropbox from "dropbox"; dropbox.Dropbox`), where a
+ * nameless entry would get esbuild's Babel-style `exports.default` (undefined there). TypeScript
+ * keeps TypeScript's own interop.
+ */
+const entryName = (code: string, typescript: boolean): string => (!typescript && MODULE_SYNTAX.test(code) ? `${ENTRY}.mjs` : ENTRY);
 /** The Node modules bundled on demand (src/runtime/isolate/node/, compiled beside this folder). */
 const NODE_MODULES_DIR = fileURLToPath(new URL("../isolate/node/", import.meta.url));
 /**
@@ -165,6 +176,7 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
   // TypeScript when asked, or when component_url names a .ts file.
   const typescript = input.typescript ?? (input.url !== undefined && /\.(ts|mts|cts)$/.test(input.url.split(/[?#]/)[0]));
 
+  const entry = entryName(input.code, typescript);
   const plugin: esbuild.Plugin = {
     name: "headwater-component",
     setup(build) {
@@ -172,7 +184,7 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
         if ((args.pluginData as { headwaterPassThrough?: boolean } | undefined)?.headwaterPassThrough) return undefined;
         // An injected global and its package have no side effects: a component that never names it leaves both out.
         if (args.kind === "entry-point") {
-          return INJECTED_GLOBALS.includes(args.path) ? { path: args.path, sideEffects: false } : { path: ENTRY, namespace: "component" };
+          return INJECTED_GLOBALS.includes(args.path) ? { path: args.path, sideEffects: false } : { path: entry, namespace: "component" };
         }
         if (INJECTED_GLOBALS.includes(args.importer)) {
           const resolved = await build.resolve(args.path, {
@@ -351,14 +363,14 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
     if (Array.isArray(failure.errors)) {
       throw new BundleError(
         failure.errors.map((e) => ({
-          path: e.location && e.location.file !== `component:${ENTRY}` ? `(module ${e.location.file.replace(/^remote:/, "")})` : "(module)",
+          path: e.location && e.location.file !== `component:${entry}` ? `(module ${e.location.file.replace(/^remote:/, "")})` : "(module)",
           message: e.location ? `${explained(e.text)} (line ${e.location.line}, column ${e.location.column + 1})` : explained(e.text),
         })),
       );
     }
     throw err;
   }
-  const entryInput = result.metafile.inputs[`component:${ENTRY}`];
+  const entryInput = result.metafile.inputs[`component:${entry}`];
   return {
     bundle: result.outputFiles[0].text,
     packages: [...packages.entries()].map(([name, version]) => ({ name, version })).sort((a, b) => a.name.localeCompare(b.name)),

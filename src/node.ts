@@ -414,9 +414,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     const sse = new SseHub(deps, config.sseHeartbeatMs);
     hub = sse;
     closers.push(() => sse.close());
-    const app = createApp(deps, sse, { version: VERSION, operations: { readiness, metrics, metricsToken: config.metricsToken } });
-    const handle = app.callback();
-    handleRequest = (req, res) => void handle(req, res);
+    handleRequest = createApp(deps, sse, { version: VERSION, operations: { readiness, metrics, metricsToken: config.metricsToken } });
   }
 
   // Runs start once the public URL (endpoint URLs) is known.

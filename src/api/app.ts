@@ -1,3 +1,4 @@
+import type http from "node:http";
 import Koa from "koa";
 import Router from "@koa/router";
 import { Type } from "@sinclair/typebox";
@@ -20,7 +21,7 @@ import { workflowRoutes } from "./resources/workflows.js";
 import { sseRoutes, type SseHub } from "./sse.js";
 import { sourceEndpoints } from "./endpoints.js";
 import { RateLimiter } from "./rateLimit.js";
-import { accessLog, requestIds } from "./requestLog.js";
+import { accessLog, requestIds, type FinishedRequest } from "./requestLog.js";
 import { dashboard } from "./dashboard.js";
 import { operationRoutes, type Operations } from "./operations.js";
 
@@ -41,10 +42,11 @@ export function apiRoutes(deps: ApiDeps, hub: SseHub): Route[] {
 }
 
 /**
- * The whole HTTP API, read top to bottom: request ids and the access log, errors, source
- * endpoints (no key), the dashboard's static files (no key), auth, body, routes.
+ * The whole HTTP API: source and workflow endpoints (no key; on Node's request directly, see
+ * endpoints.ts), and the Koa application for the rest, read top to bottom: request ids and the
+ * access log, errors, the dashboard's static files (no key), auth, body, routes.
  */
-export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string; operations: Operations }): Koa {
+export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string; operations: Operations }): http.RequestListener {
   const routes = [...apiRoutes(deps, hub), ...operationRoutes(deps, options.operations, options)];
   const openapi: Route = route({
     method: "GET",
@@ -84,10 +86,10 @@ export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string
   const app = new Koa({ proxy: settings.trustProxy });
   const router = new Router();
   mountRoutes(router, allRoutes);
+  const observe = (request: FinishedRequest) => options.operations.metrics.observeRequest(request);
   app.use(requestIds());
-  app.use(accessLog((request) => options.operations.metrics.observeRequest(request)));
+  app.use(accessLog(observe));
   app.use(errorBodies);
-  app.use(sourceEndpoints(deps));
   app.use(dashboard());
   app.use(
     bearerAuth({
@@ -103,5 +105,9 @@ export function createApp(deps: ApiDeps, hub: SseHub, options: { version: string
   app.use(router.routes());
   // Not thrown: the router sets Allow (a 405's) only when it answers itself; errorBodies gives the body.
   app.use(router.allowedMethods());
-  return app;
+  const api = app.callback();
+  const endpoints = sourceEndpoints(deps, { trustProxy: settings.trustProxy, onFinished: observe });
+  return (req, res) => {
+    if (!endpoints(req, res)) void api(req, res);
+  };
 }

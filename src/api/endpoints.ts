@@ -1,8 +1,7 @@
-import type { Context, Next } from "koa";
-import cors from "@koa/cors";
+import type http from "node:http";
+import { parse as parseForm } from "node:querystring";
 import getRawBody from "raw-body";
 import busboy from "busboy";
-import querystring from "node:querystring";
 import { DomainError } from "../../commands/decider.js";
 import { RateLimiter } from "./rateLimit.js";
 import type { ApiDeps } from "./deps.js";
@@ -11,6 +10,9 @@ import { newId } from "../ids.js";
 import type { Workflow } from "../readModels/workflows.js";
 import { JsonLimitError, MAX_INPUT_DEPTH, parseJson } from "../json/bounded.js";
 import { withAdditionalProps } from "../components/additionalProps.js";
+import { errorAnswer } from "./errors.js";
+import { answeredBytes, logAccess, requestIdFor, whenFinished, type FinishedRequest } from "./requestLog.js";
+import { log, type Logger } from "../observability/log.js";
 
 /** Source endpoints live at /e/<endpoint id>[/any/sub/path], outside the authenticated API. */
 export const ENDPOINT_PATH = /^\/e\/([0-9a-z]{24})(\/.*)?$/;
@@ -50,16 +52,54 @@ async function readMultipart(raw: Buffer, contentType: string): Promise<Record<s
   return fields;
 }
 
+/** A request's target: the path and the query string (origin-form, or absolute-form as a proxy sends it). */
+export function requestTarget(url: string): { readonly path: string; readonly querystring: string } {
+  let target = url;
+  if (!target.startsWith("/")) {
+    try {
+      const parsed = new URL(target);
+      target = parsed.pathname + parsed.search;
+    } catch {
+      return { path: target, querystring: "" };
+    }
+  }
+  const hash = target.indexOf("#");
+  if (hash >= 0) target = target.slice(0, hash);
+  const mark = target.indexOf("?");
+  return mark < 0 ? { path: target, querystring: "" } : { path: target.slice(0, mark), querystring: target.slice(mark + 1) };
+}
+
+/** A query string as an object: a name given once is a string, given more often an array of its values. */
+function parseQuery(querystring: string): Record<string, string | string[]> {
+  const params = new URLSearchParams(querystring);
+  const query: Record<string, string | string[]> = {};
+  for (const name of new Set(params.keys())) {
+    const values = params.getAll(name);
+    // Defined, not assigned: a parameter named __proto__ is a parameter like any other.
+    Object.defineProperty(query, name, {
+      value: values.length === 1 ? values[0] : values,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  }
+  return query;
+}
+
+/** The media type of a Content-Type header, lowercased, without its parameters. */
+const mediaType = (header: string | undefined): string => (header ?? "").split(";", 1)[0].trim().toLowerCase();
+const JSON_MEDIA_TYPE = /^application\/(?:json|[^/\s]*\+json)$/;
+
 /** The HTTP event run() receives: JSON, form and multipart bodies parsed, anything else as text. */
-async function httpEvent(ctx: Context, raw: Buffer, subPath: string): Promise<HttpEvent> {
+async function httpEvent(req: http.IncomingMessage, querystring: string, raw: Buffer, subPath: string): Promise<HttpEvent> {
   const text = raw.toString("utf8");
   let body: unknown = text;
-  const type = ctx.get("content-type");
+  const type = mediaType(req.headers["content-type"]);
   try {
     if (raw.length === 0) body = undefined;
-    else if (ctx.is("application/json", "application/*+json")) body = parseJson(text, { maxDepth: MAX_INPUT_DEPTH });
-    else if (ctx.is("application/x-www-form-urlencoded")) body = { ...querystring.parse(text) };
-    else if (ctx.is("multipart/form-data")) body = await readMultipart(raw, type);
+    else if (JSON_MEDIA_TYPE.test(type)) body = parseJson(text, { maxDepth: MAX_INPUT_DEPTH });
+    else if (type === "application/x-www-form-urlencoded") body = { ...parseForm(text) };
+    else if (type === "multipart/form-data") body = await readMultipart(raw, req.headers["content-type"] ?? "");
   } catch (error) {
     // Nesting past the bound could not be stored or delivered: refused. Anything merely unparsable reaches the run as text.
     if (error instanceof JsonLimitError && error.reason === "too_deep") {
@@ -68,12 +108,12 @@ async function httpEvent(ctx: Context, raw: Buffer, subPath: string): Promise<Ht
     body = text;
   }
   return {
-    method: ctx.method,
+    method: req.method ?? "GET",
     path: subPath,
     // Most webhook calls carry no query string: nothing to parse then.
-    query: ctx.querystring === "" ? {} : { ...(ctx.query as Record<string, string | string[]>) },
+    query: querystring === "" ? {} : parseQuery(querystring),
     // Node gives the names lowercased and no value undefined: a plain copy is the event's own object.
-    headers: { ...ctx.req.headers } as Record<string, string | string[]>,
+    headers: { ...req.headers } as Record<string, string | string[]>,
     bodyRaw: text,
     body: body === undefined ? {} : body,
   };
@@ -88,8 +128,27 @@ const DROPPED_RESPONSE_HEADERS =
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[^\r\n\0]*$/;
 
-/** A component's custom response, under the documented header policy; throws if it cannot be sent as is. */
-function sendResponse(ctx: Context, response: HttpResponse): void {
+/** Statuses whose answers carry no body (Content-Type and Content-Length are dropped with it). */
+const EMPTY_STATUSES = new Set([204, 205, 304]);
+
+/** An answer with no body. */
+function sendEmpty(res: http.ServerResponse, status: number): void {
+  res.statusCode = status;
+  for (const name of ["Content-Type", "Content-Length", "Transfer-Encoding"]) res.removeHeader(name);
+  res.end();
+}
+
+/** A JSON answer (Node leaves the body out of an answer to HEAD, Content-Length kept). */
+function sendJson(res: http.ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.statusCode = status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(body));
+  res.end(body);
+}
+
+/** A component's custom response, under the documented header policy; throws (having sent nothing) if it cannot be sent as is. */
+function sendResponse(res: http.ServerResponse, response: HttpResponse): void {
   if (!Number.isInteger(response.status) || response.status < 200 || response.status > 599) {
     throw new DomainError("run_failed", `the source responded with an invalid status ${String(response.status)}`);
   }
@@ -101,56 +160,98 @@ function sendResponse(ctx: Context, response: HttpResponse): void {
     }
     if (!DROPPED_RESPONSE_HEADERS.test(name.toLowerCase())) headers.push([name, value]);
   }
-  ctx.status = response.status;
-  for (const [name, value] of headers) ctx.set(name, value);
+  for (const [name, value] of headers) res.setHeader(name, value);
   // Whatever the page is, it runs as an opaque origin: no script of a component acts as the API's origin.
-  ctx.append("Content-Security-Policy", "sandbox");
-  ctx.set("X-Content-Type-Options", "nosniff");
+  const policy = res.getHeader("Content-Security-Policy");
+  res.setHeader("Content-Security-Policy", policy === undefined ? "sandbox" : [policy, "sandbox"].flat().map(String));
+  res.setHeader("X-Content-Type-Options", "nosniff");
+  if (EMPTY_STATUSES.has(response.status)) return sendEmpty(res, response.status);
   const body = response.body;
-  if (body === null || body === undefined) ctx.body = "";
-  else if (typeof body === "string") ctx.body = body;
-  else ctx.body = Buffer.from(body.base64, "base64");
+  const payload = body === null || body === undefined ? "" : typeof body === "string" ? body : Buffer.from(body.base64, "base64");
+  if (!res.hasHeader("Content-Type")) {
+    res.setHeader(
+      "Content-Type",
+      typeof payload !== "string"
+        ? "application/octet-stream"
+        : /^\s*</.test(payload)
+          ? "text/html; charset=utf-8"
+          : "text/plain; charset=utf-8",
+    );
+  }
+  res.statusCode = response.status;
+  res.setHeader("Content-Length", typeof payload === "string" ? Buffer.byteLength(payload) : payload.length);
+  res.end(payload);
 }
 
+/** An endpoint's answer: a custom response (a run's), a JSON document, or no body. */
+type Answer =
+  | { readonly custom: HttpResponse }
+  | { readonly status: number; readonly json: unknown }
+  | { readonly status: number; readonly json?: undefined };
+
+const CORS_METHODS = "GET,HEAD,PUT,POST,DELETE,PATCH,OPTIONS";
+const CORS_MAX_AGE = "600";
+
+export interface EndpointOptions {
+  /** Behind a trusted reverse proxy, the client's address (access log) is X-Forwarded-For's first. */
+  readonly trustProxy: boolean;
+  /** Each finished request, as the rest of the API reports them (metrics). */
+  readonly onFinished?: (request: FinishedRequest) => void;
+  readonly log?: Logger;
+}
+
+const clientAddress = (req: http.IncomingMessage, trustProxy: boolean): string => {
+  const forwarded = req.headers["x-forwarded-for"];
+  const first = trustProxy && typeof forwarded === "string" ? forwarded.split(",", 1)[0].trim() : "";
+  return first || req.socket.remoteAddress || "";
+};
+
 /**
- * The HTTP interface: any method and sub-path reach the source's run. Without customResponse the
- * answer comes once the invocation is durably queued; with it, once the run has ended and its
- * events are stored, carrying what the run passed to respond().
+ * The HTTP interface of sources and workflows: any method and sub-path reach the run. Without
+ * customResponse the answer comes once the invocation is durably queued; with it, once the run has
+ * ended and its events are stored, carrying what the run passed to respond().
+ *
+ * Served on Node's request and response directly, beside the Koa application rather than inside
+ * it: this is the hot path of every webhook, and Koa's context, middleware chain and response
+ * machinery cost more than the rest of a queued request's work (bench/results/request-cost.md,
+ * 2026-11-29). What the API's middlewares give every answer is given here the same way: the
+ * request id, nosniff, CORS for any origin, error bodies and the access log and request metrics
+ * (under the route `/e/{id}`).
+ *
+ * Returns a request listener that answers endpoint requests and returns false for anything else.
  */
 export function sourceEndpoints(
   deps: Pick<
     ApiDeps,
     "sources" | "components" | "admission" | "invocations" | "workflowsView" | "workflowRuns" | "projector" | "clock" | "settings"
   >,
-) {
-  const options = {
-    maxBodyBytes: deps.settings.endpointMaxBodyBytes,
-    ratePerSecond: deps.settings.endpointRatePerSecond,
-    burst: deps.settings.endpointBurst,
-  };
-  const perSource = new RateLimiter({ ratePerSecond: options.ratePerSecond, burst: options.burst });
-  const allowCors = cors({ origin: "*", allowMethods: "GET,HEAD,PUT,POST,DELETE,PATCH,OPTIONS", maxAge: 600 });
+  options: EndpointOptions,
+): (req: http.IncomingMessage, res: http.ServerResponse) => boolean {
+  const maxBodyBytes = deps.settings.endpointMaxBodyBytes;
+  const perSource = new RateLimiter({ ratePerSecond: deps.settings.endpointRatePerSecond, burst: deps.settings.endpointBurst });
+  const base = options.log ?? log;
 
-  async function readBody(ctx: Context): Promise<Buffer> {
+  async function readBody(req: http.IncomingMessage): Promise<Buffer> {
+    const declared = req.headers["content-length"];
     try {
-      return await getRawBody(ctx.req, { limit: options.maxBodyBytes, length: ctx.request.length });
+      return await getRawBody(req, { limit: maxBodyBytes, length: declared === undefined || declared === "" ? undefined : ~~declared });
     } catch (error) {
       if ((error as { status?: number }).status === 413) {
-        throw new DomainError("payload_too_large", `request body is over ${options.maxBodyBytes} bytes`);
+        throw new DomainError("payload_too_large", `request body is over ${maxBodyBytes} bytes`);
       }
       throw new DomainError("malformed_body", "the request body could not be read");
     }
   }
 
   /** A workflow's HTTP trigger: the same request handling; the run goes to the workflow runners. */
-  async function workflowEndpoint(workflow: Workflow, subPath: string, ctx: Context): Promise<void> {
+  async function workflowEndpoint(workflow: Workflow, req: http.IncomingMessage, querystring: string, subPath: string): Promise<Answer> {
     perSource.take(workflow.id, "to this endpoint");
-    const raw = await readBody(ctx);
+    const raw = await readBody(req);
     const message = {
       invocationId: newId("inv"),
       workflowId: workflow.id,
       trigger: "http" as const,
-      event: await httpEvent(ctx, raw, subPath),
+      event: await httpEvent(req, querystring, raw, subPath),
       minPosition: deps.projector.position,
       enqueuedMs: deps.clock.now(),
       uniqueToRecord: true,
@@ -163,19 +264,17 @@ export function sourceEndpoints(
     });
     if (workflow.trigger.type !== "http" || workflow.trigger.respond !== "workflow") {
       await deps.admission.during(message.invocationId, deps.workflowRuns.submit(message));
-      ctx.status = 200;
-      ctx.body = { success: true, invocation_id: message.invocationId };
-      return;
+      return { status: 200, json: { success: true, invocation_id: message.invocationId } };
     }
     const reply = await deps.admission.during(message.invocationId, deps.workflowRuns.submitAndWait(message, deps.settings.runWaitMs));
     if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
-    if (reply.response) return sendResponse(ctx, reply.response);
+    if (reply.response) return { custom: reply.response };
     if (reply.status === "duplicate") throw responseLost();
     if (reply.status !== "done") throw new DomainError("not_found", "no active workflow at this endpoint");
     if (!reply.ok) {
       throw new DomainError("run_failed", `the workflow failed before it responded: ${reply.error?.message ?? "unknown error"}`);
     }
-    ctx.status = 204; // the workflow ended without $.respond()
+    return { status: 204 }; // the workflow ended without $.respond()
   }
 
   /**
@@ -190,60 +289,99 @@ export function sourceEndpoints(
       1,
     );
 
-  return async function sourceEndpoint(ctx: Context, next: Next): Promise<void> {
-    const match = ENDPOINT_PATH.exec(ctx.path);
-    if (!match) {
-      await next();
-      return;
+  async function endpoint(req: http.IncomingMessage, endpointId: string, querystring: string, subPath: string): Promise<Answer> {
+    const source = deps.sources.byEndpoint(endpointId);
+    if (!source) {
+      const workflow = deps.workflowsView.byEndpoint(endpointId);
+      if (workflow?.active && workflow.trigger.type === "http") return workflowEndpoint(workflow, req, querystring, subPath);
     }
-    await allowCors(ctx, async () => {
-      const source = deps.sources.byEndpoint(match[1]);
-      if (!source) {
-        const workflow = deps.workflowsView.byEndpoint(match[1]);
-        if (workflow?.active && workflow.trigger.type === "http") return workflowEndpoint(workflow, match[2] ?? "/", ctx);
-      }
-      if (!source || !source.active) throw new DomainError("not_found", "no active source at this endpoint");
+    if (!source || !source.active) throw new DomainError("not_found", "no active source at this endpoint");
 
-      perSource.take(source.id, "to this endpoint");
+    perSource.take(source.id, "to this endpoint");
 
-      const raw = await readBody(ctx);
-      const component = deps.components.get(source.componentId);
-      const customResponse =
-        component !== undefined &&
-        withAdditionalProps(component.meta.component.props, source.additionalProps).some(
-          (p) => p.type === "$.interface.http" && p.customResponse === true,
-        );
-      const message = {
-        invocationId: newId("inv"),
-        sourceId: source.id,
-        trigger: "http" as const,
-        event: await httpEvent(ctx, raw, match[2] ?? "/"),
-        minPosition: deps.projector.position,
-        enqueuedMs: deps.clock.now(),
-        uniqueToRecord: true,
-      };
-      deps.admission.admit({
-        invocationId: message.invocationId,
-        sourceId: source.id,
-        ownerId: source.creatorId,
-        bytes: Buffer.byteLength(message.event.bodyRaw) + 1024,
-      });
-      if (!customResponse) {
-        await deps.admission.during(message.invocationId, deps.invocations.submit(message));
-        ctx.status = 200;
-        ctx.body = { success: true, invocation_id: message.invocationId };
-        return;
-      }
-      const reply = await deps.admission.during(message.invocationId, deps.invocations.submitAndWait(message, deps.settings.runWaitMs));
-      // Read-your-writes: once answered, the events the run caused are listable on this node.
-      if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
-      if (reply.response) return sendResponse(ctx, reply.response);
-      if (reply.status === "duplicate") throw responseLost();
-      if (reply.status !== "done") throw new DomainError("not_found", "no active source at this endpoint");
-      if (!reply.ok) {
-        throw new DomainError("run_failed", `the source's run failed before it responded: ${reply.error?.message ?? "unknown error"}`);
-      }
-      ctx.status = 204; // the run ended without calling respond()
+    const raw = await readBody(req);
+    const component = deps.components.get(source.componentId);
+    const customResponse =
+      component !== undefined &&
+      withAdditionalProps(component.meta.component.props, source.additionalProps).some(
+        (p) => p.type === "$.interface.http" && p.customResponse === true,
+      );
+    const message = {
+      invocationId: newId("inv"),
+      sourceId: source.id,
+      trigger: "http" as const,
+      event: await httpEvent(req, querystring, raw, subPath),
+      minPosition: deps.projector.position,
+      enqueuedMs: deps.clock.now(),
+      uniqueToRecord: true,
+    };
+    deps.admission.admit({
+      invocationId: message.invocationId,
+      sourceId: source.id,
+      ownerId: source.creatorId,
+      bytes: Buffer.byteLength(message.event.bodyRaw) + 1024,
     });
+    if (!customResponse) {
+      await deps.admission.during(message.invocationId, deps.invocations.submit(message));
+      return { status: 200, json: { success: true, invocation_id: message.invocationId } };
+    }
+    const reply = await deps.admission.during(message.invocationId, deps.invocations.submitAndWait(message, deps.settings.runWaitMs));
+    // Read-your-writes: once answered, the events the run caused are listable on this node.
+    if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
+    if (reply.response) return { custom: reply.response };
+    if (reply.status === "duplicate") throw responseLost();
+    if (reply.status !== "done") throw new DomainError("not_found", "no active source at this endpoint");
+    if (!reply.ok) {
+      throw new DomainError("run_failed", `the source's run failed before it responded: ${reply.error?.message ?? "unknown error"}`);
+    }
+    return { status: 204 }; // the run ended without calling respond()
+  }
+
+  async function answer(req: http.IncomingMessage, res: http.ServerResponse, path: string, querystring: string, match: RegExpExecArray) {
+    const method = req.method ?? "GET";
+    const requestId = requestIdFor(req.headers["x-request-id"]);
+    let child: Logger | undefined;
+    const requestLogger = () => (child ??= base.child({ reqId: requestId }));
+    whenFinished(res, process.hrtime.bigint(), (status, seconds) =>
+      logAccess(
+        base,
+        requestLogger,
+        { method, path, route: "/e/{id}", status, seconds, bytes: answeredBytes(res), ip: clientAddress(req, options.trustProxy) },
+        options.onFinished,
+      ),
+    );
+    res.setHeader("X-Request-Id", requestId);
+    // No answer is ever sniffed into a page: JSON echoing event data stays JSON in a browser.
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    // CORS for any origin, every method; a preflight is answered here and never reaches the run.
+    res.setHeader("Vary", "Origin");
+    if (method === "OPTIONS" && req.headers["access-control-request-method"]) {
+      res.setHeader("Access-Control-Allow-Origin", "*");
+      res.setHeader("Access-Control-Max-Age", CORS_MAX_AGE);
+      res.setHeader("Access-Control-Allow-Methods", CORS_METHODS);
+      const requested = req.headers["access-control-request-headers"];
+      if (requested) res.setHeader("Access-Control-Allow-Headers", requested);
+      // The body is not read: the request closes with the answer's end, as any answered before its body.
+      return sendEmpty(res, 204);
+    }
+    if (method !== "OPTIONS") res.setHeader("Access-Control-Allow-Origin", "*");
+    try {
+      const answered = await endpoint(req, match[1], querystring, match[2] ?? "/");
+      if ("custom" in answered) sendResponse(res, answered.custom);
+      else if (answered.json === undefined) sendEmpty(res, answered.status);
+      else sendJson(res, answered.status, answered.json);
+    } catch (thrown) {
+      const failed = errorAnswer(thrown, method, path, requestLogger);
+      for (const [name, value] of Object.entries(failed.headers)) res.setHeader(name, value);
+      sendJson(res, failed.status, failed.body);
+    }
+  }
+
+  return function endpointRequest(req, res): boolean {
+    const { path, querystring } = requestTarget(req.url ?? "/");
+    const match = ENDPOINT_PATH.exec(path);
+    if (!match) return false;
+    void answer(req, res, path, querystring, match);
+    return true;
   };
 }

@@ -5,6 +5,7 @@ import { DomainError } from "../../commands/decider.js";
 import type { ErrorCode } from "../../commands/errors.js";
 import { toDomainError } from "../errors.js";
 import { requestLog } from "./requestLog.js";
+import type { Logger } from "../observability/log.js";
 
 export const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
@@ -49,6 +50,29 @@ const methodNotAllowed = (ctx: Context) =>
   new DomainError("method_not_allowed", `${ctx.method} is not allowed on ${ctx.path} (allowed: ${ctx.response.get("Allow") || "none"})`);
 const notImplemented = (ctx: Context) => new DomainError("not_implemented", `the method ${ctx.method} is not implemented`);
 
+/** What a thrown error answers: its status, its body and the headers it adds. */
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly body: ErrorBody;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * Maps whatever a handler threw onto the answer clients see; a server-side failure (not a run's,
+ * not an unimplemented method) is logged with `log`.
+ */
+export function errorAnswer(thrown: unknown, method: string, path: string, log: () => Logger): ErrorAnswer {
+  const error = toDomainError(thrown);
+  const status = STATUS[error.code];
+  const headers: Record<string, string> = {};
+  if (error.code === "unauthorized") headers["WWW-Authenticate"] = 'Bearer realm="headwater"';
+  if (error.retryAfterSeconds !== undefined) headers["Retry-After"] = String(error.retryAfterSeconds);
+  if (status >= 500 && error.code !== "run_failed" && error.code !== "run_timeout" && error.code !== "not_implemented") {
+    log().error({ err: thrown }, `${method} ${path} failed`);
+  }
+  return { status, body: { error: error.message, code: error.code, ...(error.details ? { details: error.details } : {}) }, headers };
+}
+
 /** Maps whatever a handler throws onto the status and error body clients see. */
 export async function errorBodies(ctx: Context, next: Next): Promise<void> {
   try {
@@ -59,14 +83,9 @@ export async function errorBodies(ctx: Context, next: Next): Promise<void> {
     if (ctx.status === 405 && ctx.body === undefined) throw methodNotAllowed(ctx);
     if (ctx.status === 501 && ctx.body === undefined) throw notImplemented(ctx);
   } catch (thrown) {
-    const error = toDomainError(thrown);
-    ctx.status = STATUS[error.code];
-    const body: ErrorBody = { error: error.message, code: error.code, ...(error.details ? { details: error.details } : {}) };
-    ctx.body = body;
-    if (error.code === "unauthorized") ctx.set("WWW-Authenticate", 'Bearer realm="headwater"');
-    if (error.retryAfterSeconds !== undefined) ctx.set("Retry-After", String(error.retryAfterSeconds));
-    if (ctx.status >= 500 && error.code !== "run_failed" && error.code !== "run_timeout" && error.code !== "not_implemented") {
-      requestLog(ctx).error({ err: thrown }, `${ctx.method} ${ctx.path} failed`);
-    }
+    const answer = errorAnswer(thrown, ctx.method, ctx.path, () => requestLog(ctx));
+    ctx.status = answer.status;
+    ctx.body = answer.body;
+    ctx.set(answer.headers);
   }
 }

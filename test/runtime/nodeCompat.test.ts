@@ -708,6 +708,36 @@ describe("runtime: Node compatibility layer", function () {
     expect(e).to.deep.equal({ quoted: `SELECT "user" FROM "my table" WHERE id = 'it''s'` });
   });
 
+  it("npm packages resolve as in Node: their Node builds (superagent's, not its XMLHttpRequest one) and main before module (the Graph client's ES5 build)", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      source(
+        `
+      const agent = await request.post("${server.url}/body").send({ via: "superagent" });
+      const graph = new Client.initWithMiddleware({ authProvider: { getAccessToken: async () => "t0k" }, baseUrl: "${server.url}/" });
+      let me;
+      try { me = await graph.api("/echo").get(); } catch (err) { me = err.message; }
+      class KeepAlive extends http.Agent { constructor() { super({ keepAlive: true }); this.on("free", () => {}); } }
+      const web = await import("stream/web");
+      this.$emit({
+        agent: agent.body,
+        graph: me,
+        keepAlive: new KeepAlive().keepAlive,
+        web: web.ReadableStream === ReadableStream,
+      });`,
+        `import request from "superagent@8.1.2"; import { Client } from "@microsoft/microsoft-graph-client@3.0.7"; import http from "http";`,
+      ),
+    );
+    const outcome = await runtime.invoke(invocation(prepared));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits[0].event).to.deep.equal({
+      agent: { method: "POST", type: "application/json", body: '{"via":"superagent"}' },
+      graph: "plain body", // the client asks for /v1.0/echo: the server's plain answer
+      keepAlive: true,
+      web: true,
+    });
+  });
+
   it("self is the global object (form-data's browser build reads self.FormData); window and document stay undefined", async () => {
     const e = await run(
       source(`this.$emit({ self: self === globalThis, form: self.FormData === FormData, window: typeof window, document: typeof document,

@@ -2,6 +2,8 @@
 // relative path (fetched relative to component_url), the sandbox's built-in modules, and npm
 // packages from the host cache. The output is one script: __hw_define(function (module, exports,
 // require) { ...CommonJS... }), which the prelude runs to obtain the component.
+import { promises as fs } from "node:fs";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import type { Problem } from "../errors.js";
@@ -30,6 +32,8 @@ export interface BundleResult {
   readonly packages: { name: string; version: string }[];
   readonly modules: string[];
   readonly moduleFormat: "esm" | "cjs";
+  /** The folder of each npm package in the bundle, to say which one a load failure came from. */
+  readonly packageDirs: string[];
 }
 
 export class BundleError extends Error {
@@ -219,14 +223,15 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
             return polyfill;
           }
           if (!fromComponentCode) {
-            // A package may map the module away for browsers ("browser": { "fs": false }).
-            const mapped = await build.resolve(spec, {
+            // A package may depend on an npm package of a built-in's name (punycode): it stands in
+            // for the built-in the sandbox does not have (the trailing slash asks for the package).
+            const mapped = await build.resolve(`${builtin}/`, {
               kind: args.kind,
               resolveDir: args.resolveDir,
               importer: args.importer,
               pluginData: { headwaterPassThrough: true },
             });
-            if (mapped.errors.length === 0 && mapped.path) return mapped;
+            if (mapped.errors.length === 0 && mapped.path && !mapped.external) return mapped;
             // A package's import of a module the sandbox cannot offer: a stub that throws when used.
             if (STUBBED_BUILTINS.has(builtin)) return { path: builtin, namespace: "stub-module" };
           }
@@ -343,8 +348,13 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
       write: false,
       metafile: true,
       format: "cjs",
-      platform: "browser",
-      mainFields: ["browser", "module", "main"],
+      // Packages resolve as Node resolves them, the way published components run on Pipedream:
+      // the "node" export conditions, `main` before `module`, no `browser` field. Their browser
+      // builds missed what Node has (superagent's needs XMLHttpRequest; google-gax's has no grpc,
+      // which @google-cloud/pubsub reads at load) and their `module` builds may differ from `main`
+      // (the Microsoft Graph client's ES2015 class cannot be `new`ed where its ES5 build can).
+      platform: "node",
+      mainFields: ["main", "module"],
       target: "es2022",
       logLevel: "silent",
       legalComments: "none",
@@ -371,12 +381,39 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
     throw err;
   }
   const entryInput = result.metafile.inputs[`component:${entry}`];
+  const packageDirs = new Set<string>();
+  for (const input of Object.keys(result.metafile.inputs)) {
+    const pkg = input.includes(":") ? undefined : packageOfPath(input);
+    if (pkg !== undefined) packageDirs.add(path.resolve(input.slice(0, input.lastIndexOf(`node_modules/${pkg}/`) + `node_modules/${pkg}`.length)));
+  }
   return {
     bundle: result.outputFiles[0].text,
     packages: [...packages.entries()].map(([name, version]) => ({ name, version })).sort((a, b) => a.name.localeCompare(b.name)),
     modules: [...modules].sort(),
     moduleFormat: entryInput?.format === "cjs" ? "cjs" : "esm",
+    packageDirs: [...packageDirs].sort(),
   };
+}
+
+/** The words for WebAssembly the sandbox does not run; `owner` is the package or the component. */
+const wasmRefused = (owner: string, file: string) =>
+  `${owner} loads WebAssembly (${file}), which the sandbox does not run (its memory would escape the sandbox's limit)`;
+
+/**
+ * A load failure that names a `.wasm` file (a package's Node build reading its WebAssembly from
+ * disk): said as WebAssembly not being run, naming the bundled package that ships the file.
+ */
+export async function explainWasmLoad(message: string, packageDirs: readonly string[]): Promise<string | undefined> {
+  const file = /([\w.-]+\.wasm)\b/.exec(message)?.[1];
+  if (file === undefined) return undefined;
+  for (const dir of packageDirs) {
+    const found = await fs.readdir(dir, { recursive: true }).then(
+      (entries) => entries.some((entry) => entry === file || entry.endsWith(`/${file}`)),
+      () => false,
+    );
+    if (found) return wasmRefused(`npm package "${packageOfPath(`${dir}/`) ?? path.basename(dir)}"`, file);
+  }
+  return wasmRefused("a package", file);
 }
 
 /** esbuild's words for a limit of how components are bundled, said in the component's terms. */
@@ -388,7 +425,7 @@ function explained(text: string): string {
   if (wasm) {
     const file = wasm[1];
     const pkg = packageOfPath(file);
-    return `${pkg ? `npm package "${pkg}"` : "the component"} loads WebAssembly (${file.split("/").pop()}), which the sandbox does not run (its memory would escape the sandbox's limit)`;
+    return wasmRefused(pkg ? `npm package "${pkg}"` : "the component", file.split("/").pop() ?? file);
   }
   return text;
 }

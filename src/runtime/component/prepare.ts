@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { ComponentValidationError, type Problem } from "../errors.js";
 import type { Runtime } from "../sandbox/runtime.js";
 import type { PreparedComponent } from "../types.js";
-import { BundleError, bundleComponent } from "./bundle.js";
+import { BundleError, bundleComponent, explainWasmLoad } from "./bundle.js";
 import { configurableProps } from "./configurableProps.js";
 import { httpModuleLoader, UPLOAD_BASE, uploadedFilesLoader, type ModuleLoader } from "./moduleSource.js";
 import { NpmCache } from "./npmCache.js";
@@ -85,10 +85,13 @@ export async function prepareComponent(input: PrepareInput, opts: PrepareOptions
   const described = await opts.runtime.describe(bundled.bundle);
   if (!described.ok) {
     const e = described.error;
+    const wasm = e.code === "LOAD_ERROR" ? await explainWasmLoad(e.message, bundled.packageDirs) : undefined;
     const problem: Problem =
-      e.code === "LOAD_ERROR"
-        ? { path: "(module)", message: `the component threw while loading: ${e.name}: ${e.message}` }
-        : { path: "(module)", message: `the component could not be loaded: ${e.message}` };
+      wasm !== undefined
+        ? { path: "(module)", message: wasm }
+        : e.code === "LOAD_ERROR"
+          ? { path: "(module)", message: `the component threw while loading: ${e.name}: ${e.message}` }
+          : { path: "(module)", message: `the component could not be loaded: ${e.message}` };
     throw new ComponentValidationError([problem]);
   }
   const { problems, meta } = validateDescription(described.describe);

@@ -27,6 +27,7 @@ export const SANDBOX_BUILTINS = new Set([
 export const LAZY_BUILTINS: ReadonlyMap<string, string> = new Map([
   ["stream", "./stream.js"],
   ["stream/promises", "./streamPromises.js"],
+  ["stream/web", "./streamWeb.js"],
   ["http", "./http.js"],
   ["https", "./https.js"],
   ["fs", "./fs.js"],

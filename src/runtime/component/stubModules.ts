@@ -29,6 +29,7 @@ const REASONS: Record<string, string> = {
   readline: "the sandbox has no terminal",
   "readline/promises": "the sandbox has no terminal",
   diagnostics_channel: "",
+  domain: "the sandbox has no domains (deprecated in Node)",
 };
 
 /** The built-ins an npm package may import and get a stub of. */

@@ -4,6 +4,7 @@
 // response is a readable stream. There is no server side: a component listens through its
 // HTTP interface instead.
 import { Buffer } from "buffer";
+import EventEmitter from "events";
 import Stream from "stream";
 import { internals } from "./internals.js";
 
@@ -64,15 +65,32 @@ export const STATUS_CODES: Record<number, string> = {
   505: "HTTP Version Not Supported",
 };
 
-/** Connection pooling is the host's: an Agent only carries options. */
-export class Agent {
+/**
+ * Connection pooling is the host's: an Agent only carries options. Like Node's it is an
+ * EventEmitter with (always empty) socket pools, so agents that subclass it (agentkeepalive, which
+ * openai's Node build uses) construct; no socket ever comes to it.
+ */
+export class Agent extends EventEmitter {
   readonly options: Record<string, unknown>;
   readonly defaultPort: number;
   readonly protocol: string;
+  readonly keepAlive: boolean;
+  readonly maxSockets: number;
+  readonly maxFreeSockets: number;
+  readonly sockets: Record<string, unknown[]> = {};
+  readonly freeSockets: Record<string, unknown[]> = {};
+  readonly requests: Record<string, unknown[]> = {};
   constructor(options: Record<string, unknown> = {}, protocol = "http:") {
-    this.options = { ...options };
+    super();
+    this.options = { path: null, ...options };
     this.protocol = protocol;
     this.defaultPort = protocol === "https:" ? 443 : 80;
+    this.keepAlive = options.keepAlive === true;
+    this.maxSockets = typeof options.maxSockets === "number" ? options.maxSockets : Infinity;
+    this.maxFreeSockets = typeof options.maxFreeSockets === "number" ? options.maxFreeSockets : 256;
+  }
+  getName(options: { host?: string; port?: number | string; localAddress?: string } = {}): string {
+    return `${options.host ?? "localhost"}:${options.port ?? ""}:${options.localAddress ?? ""}`;
   }
   destroy(): void {}
 }

@@ -384,7 +384,8 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
   const packageDirs = new Set<string>();
   for (const input of Object.keys(result.metafile.inputs)) {
     const pkg = input.includes(":") ? undefined : packageOfPath(input);
-    if (pkg !== undefined) packageDirs.add(path.resolve(input.slice(0, input.lastIndexOf(`node_modules/${pkg}/`) + `node_modules/${pkg}`.length)));
+    if (pkg !== undefined)
+      packageDirs.add(path.resolve(input.slice(0, input.lastIndexOf(`node_modules/${pkg}/`) + `node_modules/${pkg}`.length)));
   }
   return {
     bundle: result.outputFiles[0].text,

@@ -13,6 +13,7 @@ import { withAdditionalProps } from "../components/additionalProps.js";
 import { errorAnswer } from "./errors.js";
 import { answeredBytes, logAccess, requestIdFor, whenFinished, type FinishedRequest } from "./requestLog.js";
 import { log, type Logger } from "../observability/log.js";
+import type { HookWindow } from "../sources/lifecycle.js";
 
 /** Source endpoints live at /e/<endpoint id>[/any/sub/path], outside the authenticated API. */
 export const ENDPOINT_PATH = /^\/e\/([0-9a-z]{24})(\/.*)?$/;
@@ -223,7 +224,16 @@ const clientAddress = (req: http.IncomingMessage, trustProxy: boolean): string =
 export function sourceEndpoints(
   deps: Pick<
     ApiDeps,
-    "sources" | "components" | "admission" | "invocations" | "workflowsView" | "workflowRuns" | "projector" | "clock" | "settings"
+    | "sources"
+    | "components"
+    | "admission"
+    | "invocations"
+    | "workflowsView"
+    | "workflowRuns"
+    | "projector"
+    | "clock"
+    | "settings"
+    | "lifecycle"
   >,
   options: EndpointOptions,
 ): (req: http.IncomingMessage, res: http.ServerResponse) => boolean {
@@ -289,7 +299,30 @@ export function sourceEndpoints(
       1,
     );
 
+  /**
+   * A request while the source's hooks run on this node (a provider checking the endpoint as the
+   * hook creates its webhook): run at once beside them, answered by its response; what it emits
+   * is not kept (see HookWindow).
+   */
+  async function besideHooks(window: HookWindow, req: http.IncomingMessage, querystring: string, subPath: string): Promise<Answer> {
+    perSource.take(window.sourceId, "to this endpoint");
+    const raw = await readBody(req);
+    const invocationId = newId("inv");
+    const outcome = await window.run(invocationId, await httpEvent(req, querystring, raw, subPath));
+    if (outcome.emits.length > 0) {
+      base.info(
+        { sourceId: window.sourceId, invocationId, emitted: outcome.emits.length },
+        "a request to a source while its hooks ran was run beside them; what it emitted was not kept",
+      );
+    }
+    if (outcome.response) return { custom: outcome.response };
+    if (!outcome.ok) throw new DomainError("run_failed", `the source's run failed: ${outcome.error?.message ?? "unknown error"}`);
+    return window.customResponse ? { status: 204 } : { status: 200, json: { success: true, invocation_id: invocationId } };
+  }
+
   async function endpoint(req: http.IncomingMessage, endpointId: string, querystring: string, subPath: string): Promise<Answer> {
+    const window = deps.lifecycle.hookWindow(endpointId);
+    if (window) return besideHooks(window, req, querystring, subPath);
     const source = deps.sources.byEndpoint(endpointId);
     if (!source) {
       const workflow = deps.workflowsView.byEndpoint(endpointId);

@@ -228,8 +228,12 @@ export class SourceRunner {
     });
   }
 
-  /** Runs the code without recording anything (hooks are recorded only once the command was accepted). */
-  async execute(request: RunRequest, db: Record<string, unknown>): Promise<Execution> {
+  /**
+   * Runs the code without recording anything (hooks are recorded only once the command was
+   * accepted). `besideHooks`: a request while the source's hooks run, in a place of its own (the
+   * sandbox runs one source's invocations one at a time, and the hook is waiting for this one).
+   */
+  async execute(request: RunRequest, db: Record<string, unknown>, options: { besideHooks?: boolean } = {}): Promise<Execution> {
     const { source, component, invocationId, trigger } = request;
     const startedMs = this.clock.now();
     const props = await this.propsOf(source, db);
@@ -237,7 +241,7 @@ export class SourceRunner {
     const outcome = await this.runtime.invoke({
       invocationId,
       ownerId: source.creatorId,
-      sourceId: source.id,
+      sourceId: options.besideHooks ? `${source.id}#beside-hooks` : source.id,
       codeHash: component.codeHash,
       bundleHash: component.meta.bundleHash,
       bundle: component.meta.bundle,

@@ -28,7 +28,7 @@ import { endpointToken, newId, type Clock } from "../ids.js";
 import type { QuotaGuard } from "./quota.js";
 import { OwnerSlots } from "../runner/ownerSlots.js";
 import { additionalPropsOf, ownValues, withAdditionalProps } from "../components/additionalProps.js";
-import type { NormalizedProp } from "../runtime/types.js";
+import type { InvocationOutcome, NormalizedProp } from "../runtime/types.js";
 
 export interface LifecycleDeps {
   readonly store: EventStore;
@@ -63,10 +63,24 @@ interface HookRun {
 
 const seconds = (clock: Clock) => Math.floor(clock.now() / 1000);
 
+/**
+ * A source whose hooks are running on this node. A request to its endpoint then runs at once,
+ * beside the hook, rather than queued behind it: webhook providers call the endpoint while the
+ * hook creates the webhook (Asana's X-Hook-Secret, Microsoft Graph's validationToken) and answer
+ * the hook only once it has answered them. The run sees the db as the hooks before it left it; what it
+ * emits and writes is not kept (the source is being deployed, changed or deleted).
+ */
+export interface HookWindow {
+  readonly sourceId: string;
+  readonly customResponse: boolean;
+  run(invocationId: string, event: unknown): Promise<InvocationOutcome>;
+}
+
 export class SourceLifecycle {
   readonly #sources: HandlerOf<typeof sourceDecider>;
   readonly #names: Names;
   readonly #hookSlots: OwnerSlots;
+  readonly #windows = new Map<string, HookWindow>();
 
   constructor(private readonly deps: LifecycleDeps) {
     this.#hookSlots = new OwnerSlots(deps.hooksPerOwner ?? 4);
@@ -130,7 +144,7 @@ export class SourceLifecycle {
       endpointUrl: this.deps.endpointUrl(endpointId),
       additionalProps,
     };
-    const ran = await this.#hooks(runnable, component, hooksAround.deploy(component.meta.component.hooks), {});
+    const ran = await this.#hooks(runnable, component, hooksAround.deploy(component.meta.component.hooks), {}, endpointId);
     await this.#loggedIfRefused([{ source: runnable, component, ran }], async () =>
       sourceDecider.decide(command("-", results(ran, false), stored), sourceDecider.initialState()),
     );
@@ -198,13 +212,13 @@ export class SourceLifecycle {
     const around = hooksAround.update(component.meta.component.hooks, source.active, input.active);
     const before = hooksAround.update(previousComponent.meta.component.hooks, source.active, input.active).before;
     const { state } = await this.deps.emitters.load(source.id);
-    const deactivated = await this.#hooks(oldRunnable, previousComponent, before, state.db);
+    const deactivated = await this.#hooks(oldRunnable, previousComponent, before, state.db, source.endpointId);
     // A failed deactivate refuses the update (unless forced) before the new code's activate runs.
     await this.#loggedIfRefused([{ source: oldRunnable, component: previousComponent, ran: deactivated }], async () =>
       sourceDecider.decide(command(source.nameSlug, results(deactivated, input.force)), current.state),
     );
     const db = deactivated.at(-1)?.execution.outcome.db ?? state.db;
-    const activated = await this.#hooks(newRunnable, component, around.after, db);
+    const activated = await this.#hooks(newRunnable, component, around.after, db, source.endpointId);
     const hooks = results([...deactivated, ...activated], input.force);
     await this.#loggedIfRefused(
       [
@@ -235,7 +249,13 @@ export class SourceLifecycle {
     const runnable = this.#runnable(source, source.configuredProps);
     const { state } = await this.deps.emitters.load(source.id);
     // Its log goes with the source: a failure the operator forced past is in the answer, not kept.
-    const ran = await this.#hooks(runnable, component, hooksAround.delete(component.meta.component.hooks, source.active), state.db);
+    const ran = await this.#hooks(
+      runnable,
+      component,
+      hooksAround.delete(component.meta.component.hooks, source.active),
+      state.db,
+      source.endpointId,
+    );
     const deleted = await this.#loggedIfRefused([{ source: runnable, component, ran }], () =>
       this.#sources.handle(
         source.id,
@@ -306,12 +326,21 @@ export class SourceLifecycle {
     return stored;
   }
 
+  /**
+   * The source whose hooks run on this node now, by its endpoint: a request to that endpoint runs
+   * beside them (`HookWindow`), where queued it would wait for the hook, which may wait for it.
+   */
+  hookWindow(endpointId: string): HookWindow | undefined {
+    return this.#windows.get(endpointId);
+  }
+
   /** Runs the given hooks in order, each seeing the db the previous one left; stops at the first failure. */
   async #hooks(
     source: RunnableSource,
     component: LoadedComponent,
     hooks: readonly Hook[],
     db: Record<string, unknown>,
+    endpointId: string,
   ): Promise<HookRun[]> {
     const done: HookRun[] = [];
     if (hooks.length === 0) return done;
@@ -319,6 +348,18 @@ export class SourceLifecycle {
     // One user's many deploys at once (hooks looping to the run timeout, say) take at most a few
     // of the sandbox's places, as their runs do on a runner: other users' deploys and runs go on.
     await this.#hookSlots.acquire(source.creatorId);
+    const window: HookWindow = {
+      sourceId: source.id,
+      customResponse: withAdditionalProps(component.meta.component.props, source.additionalProps).some(
+        (p) => p.type === "$.interface.http" && p.customResponse === true,
+      ),
+      run: async (invocationId, event) => {
+        this.deps.quota?.check(source.creatorId);
+        const trigger = "http" as const;
+        return (await this.deps.runner.execute({ source, component, invocationId, trigger, event }, db, { besideHooks: true })).outcome;
+      },
+    };
+    this.#windows.set(endpointId, window);
     try {
       for (const hook of hooks) {
         const invocationId = newId("inv");
@@ -328,6 +369,7 @@ export class SourceLifecycle {
         db = execution.outcome.db;
       }
     } finally {
+      if (this.#windows.get(endpointId) === window) this.#windows.delete(endpointId);
       this.#hookSlots.release(source.creatorId);
     }
     return done;

@@ -175,6 +175,42 @@ describe("sources: deploy and lifecycle (real server)", function () {
     expect(component.configurable_props.find((p: { name: string }) => p.name === "sort")).to.include({ withLabel: true });
   });
 
+  it("a request to the endpoint while a hook runs is run beside it (a webhook handshake), at deploy and at update; what it emits is not kept", async () => {
+    // As Asana's API does: creating the webhook posts X-Hook-Secret to the endpoint and answers only once it is echoed.
+    const component_code = `export default { name: "Handshaking", version: "1", props: {
+      http: { type: "$.interface.http", customResponse: true }, db: "$.service.db", label: { type: "string" } },
+      hooks: { async activate() {
+        const r = await fetch(this.http.endpoint + "/hooks", { method: "POST", headers: { "x-hook-secret": "s3cr3t-" + this.label }, body: "{}" });
+        this.db.set("handshake", { status: r.status, secret: r.headers.get("x-hook-secret"), label: this.label });
+      } },
+      async run(event) {
+        const secret = event.headers["x-hook-secret"];
+        if (secret) { this.$emit({ handshake: secret }); this.http.respond({ status: 200, headers: { "x-hook-secret": secret } }); return; }
+        this.http.respond({ status: 200, body: "ok" });
+        this.$emit({ body: event.body, handshake: this.db.get("handshake") });
+      } };`;
+    const started = Date.now();
+    const deployed = await admin.post("/v1/sources", { component_code, configured_props: { label: "one" } });
+    expect(deployed.status, JSON.stringify(deployed.body)).to.equal(200);
+    const { id } = deployed.body.data;
+    const url = deployed.body.data.configured_props.http.endpoint_url;
+    const post = async (body: unknown) => {
+      const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      expect(r.status).to.equal(200);
+    };
+    await post({ n: 1 });
+    const updated = await admin.put(`/v1/sources/${id}`, { configured_props: { label: "two" } });
+    expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+    await post({ n: 2 });
+    // Queued behind the hook, the handshake would have waited for the hook's fetch to time out (30 s).
+    expect(Date.now() - started).to.be.below(25_000);
+    const emitted = (await events(admin, id)).map((e) => e.event).reverse();
+    expect(emitted).to.deep.equal([
+      { body: { n: 1 }, handshake: { status: 200, secret: "s3cr3t-one", label: "one" } },
+      { body: { n: 2 }, handshake: { status: 200, secret: "s3cr3t-two", label: "two" } },
+    ]);
+  });
+
   it("timer props are returned as {cron, interval_seconds, timezone}; a cron may name its IANA time zone", async () => {
     const r = await admin.post("/v1/sources", { key: "schedule-cron", configured_props: { timer: { cron: "*/5 * * * *" } } });
     expect(r.status, JSON.stringify(r.body)).to.equal(200);

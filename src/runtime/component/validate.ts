@@ -274,6 +274,13 @@ function validateProp(
   const isArray = type.endsWith("[]");
   const base = isArray ? type.slice(0, -2) : type;
   const rule = PROP_TYPES[base];
+  if (!rule && base === "$.interface.apphook") {
+    problem(
+      `${path}.type`,
+      `"$.interface.apphook" props are not offered: Pipedream's app hooks are its own integrations with each app; a source here receives an app's events at its HTTP endpoint ($.interface.http, a webhook it registers in a hook) or polls on a timer`,
+    );
+    return undefined;
+  }
   if (!rule) {
     problem(
       `${path}.type`,

@@ -184,6 +184,15 @@ function sendResponse(res: http.ServerResponse, response: HttpResponse): void {
   res.end(payload);
 }
 
+/** What a runner answers a request it was waited for by (a source's run, a workflow's). */
+interface WaitedReply {
+  readonly status: string;
+  readonly ok?: boolean;
+  readonly error?: { readonly message: string };
+  readonly response?: HttpResponse;
+  readonly position?: number;
+}
+
 /** An endpoint's answer: a custom response (a run's), a JSON document, or no body. */
 type Answer =
   | { readonly custom: HttpResponse }
@@ -266,25 +275,33 @@ export function sourceEndpoints(
       enqueuedMs: deps.clock.now(),
       uniqueToRecord: true,
     };
-    deps.admission.admit({
-      invocationId: message.invocationId,
-      sourceId: workflow.id,
-      ownerId: workflow.creatorId,
-      bytes: Buffer.byteLength(message.event.bodyRaw) + 1024,
-    });
+    admit(message.invocationId, workflow.id, workflow.creatorId, message.event);
     if (workflow.trigger.type !== "http" || workflow.trigger.respond !== "workflow") {
-      await deps.admission.during(message.invocationId, deps.workflowRuns.submit(message));
-      return { status: 200, json: { success: true, invocation_id: message.invocationId } };
+      return queued(message.invocationId, deps.workflowRuns.submit(message));
     }
     const reply = await deps.admission.during(message.invocationId, deps.workflowRuns.submitAndWait(message, deps.settings.runWaitMs));
+    return waited(reply, { gone: "no active workflow at this endpoint", failed: "the workflow failed before it responded" });
+  }
+
+  /** Counts a request against its emitter's, its owner's and the node's backlogs (429 or 503 past them). */
+  const admit = (invocationId: string, emitterId: string, ownerId: string, event: HttpEvent) =>
+    deps.admission.admit({ invocationId, sourceId: emitterId, ownerId, bytes: Buffer.byteLength(event.bodyRaw) + 1024 });
+
+  /** The answer once the invocation is durably queued. */
+  async function queued(invocationId: string, submitting: Promise<void>): Promise<Answer> {
+    await deps.admission.during(invocationId, submitting);
+    return { status: 200, json: { success: true, invocation_id: invocationId } };
+  }
+
+  /** The answer to a request whose run was waited for: its response, 204 when it gave none, or why there is none. */
+  async function waited(reply: WaitedReply, words: { gone: string; failed: string }): Promise<Answer> {
+    // Read-your-writes: once answered, the events the run caused are listable on this node.
     if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
     if (reply.response) return { custom: reply.response };
     if (reply.status === "duplicate") throw responseLost();
-    if (reply.status !== "done") throw new DomainError("not_found", "no active workflow at this endpoint");
-    if (!reply.ok) {
-      throw new DomainError("run_failed", `the workflow failed before it responded: ${reply.error?.message ?? "unknown error"}`);
-    }
-    return { status: 204 }; // the workflow ended without $.respond()
+    if (reply.status !== "done") throw new DomainError("not_found", words.gone);
+    if (!reply.ok) throw new DomainError("run_failed", `${words.failed}: ${reply.error?.message ?? "unknown error"}`);
+    return { status: 204 }; // the run ended without calling respond()
   }
 
   /**
@@ -348,26 +365,10 @@ export function sourceEndpoints(
       enqueuedMs: deps.clock.now(),
       uniqueToRecord: true,
     };
-    deps.admission.admit({
-      invocationId: message.invocationId,
-      sourceId: source.id,
-      ownerId: source.creatorId,
-      bytes: Buffer.byteLength(message.event.bodyRaw) + 1024,
-    });
-    if (!customResponse) {
-      await deps.admission.during(message.invocationId, deps.invocations.submit(message));
-      return { status: 200, json: { success: true, invocation_id: message.invocationId } };
-    }
+    admit(message.invocationId, source.id, source.creatorId, message.event);
+    if (!customResponse) return queued(message.invocationId, deps.invocations.submit(message));
     const reply = await deps.admission.during(message.invocationId, deps.invocations.submitAndWait(message, deps.settings.runWaitMs));
-    // Read-your-writes: once answered, the events the run caused are listable on this node.
-    if (reply.position !== undefined) await deps.projector.waitFor(reply.position);
-    if (reply.response) return { custom: reply.response };
-    if (reply.status === "duplicate") throw responseLost();
-    if (reply.status !== "done") throw new DomainError("not_found", "no active source at this endpoint");
-    if (!reply.ok) {
-      throw new DomainError("run_failed", `the source's run failed before it responded: ${reply.error?.message ?? "unknown error"}`);
-    }
-    return { status: 204 }; // the run ended without calling respond()
+    return waited(reply, { gone: "no active source at this endpoint", failed: "the source's run failed before it responded" });
   }
 
   async function answer(req: http.IncomingMessage, res: http.ServerResponse, path: string, querystring: string, match: RegExpExecArray) {

@@ -21,6 +21,7 @@ import { stringify } from "./primordials.js";
 import * as types from "./modules/types.js";
 import { tmpStore } from "./tmpStore.js";
 import { fireTimer, setUncaughtHandler, timerGlobals, timersModule } from "./timers.js";
+import { WEB_STREAM_NAMES } from "./webStreamNames.js";
 
 /** `make()` once, on first use; the same value after. */
 function once<T>(make: () => T): () => T {
@@ -132,27 +133,7 @@ const lazyGlobals: Record<string, () => unknown> = {
   FormData: () => blobLib().FormData,
   MessageChannel: () => messageChannel().MessageChannel,
   MessagePort: () => messageChannel().MessagePort,
-  ...Object.fromEntries(
-    (
-      [
-        "ReadableStream",
-        "ReadableStreamDefaultReader",
-        "ReadableStreamBYOBReader",
-        "ReadableStreamBYOBRequest",
-        "ReadableByteStreamController",
-        "ReadableStreamDefaultController",
-        "WritableStream",
-        "WritableStreamDefaultWriter",
-        "WritableStreamDefaultController",
-        "TransformStream",
-        "TransformStreamDefaultController",
-        "ByteLengthQueuingStrategy",
-        "CountQueuingStrategy",
-        "TextEncoderStream",
-        "TextDecoderStream",
-      ] as const
-    ).map((name) => [name, () => streams().webStreams[name]]),
-  ),
+  ...Object.fromEntries(WEB_STREAM_NAMES.map((name) => [name, () => streams().webStreams[name]])),
 };
 for (const [name, make] of Object.entries(lazyGlobals)) defineLazyGlobal(name, make);
 // What web workers (and Deno) call the global object; browser builds reach globals through it

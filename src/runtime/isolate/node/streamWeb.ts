@@ -1,24 +1,8 @@
 // Node's `stream/web`: the web streams the sandbox has as globals (made the first time one is read).
-const NAMES = [
-  "ReadableStream",
-  "ReadableStreamDefaultReader",
-  "ReadableStreamBYOBReader",
-  "ReadableStreamBYOBRequest",
-  "ReadableByteStreamController",
-  "ReadableStreamDefaultController",
-  "WritableStream",
-  "WritableStreamDefaultWriter",
-  "WritableStreamDefaultController",
-  "TransformStream",
-  "TransformStreamDefaultController",
-  "ByteLengthQueuingStrategy",
-  "CountQueuingStrategy",
-  "TextEncoderStream",
-  "TextDecoderStream",
-] as const;
+import { WEB_STREAM_NAMES } from "../webStreamNames.js";
 
 const streamWeb: Record<string, unknown> = {};
-for (const name of NAMES) {
+for (const name of WEB_STREAM_NAMES) {
   Object.defineProperty(streamWeb, name, { get: () => (globalThis as Record<string, unknown>)[name], enumerable: true });
 }
 

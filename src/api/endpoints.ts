@@ -406,6 +406,8 @@ export function sourceEndpoints(
       else sendJson(res, answered.status, answered.json);
     } catch (thrown) {
       const failed = errorAnswer(thrown, method, path, requestLogger);
+      // Past the headers nothing else can be said: the connection ends, as Koa ended it.
+      if (res.headersSent) return void res.destroy();
       for (const [name, value] of Object.entries(failed.headers)) res.setHeader(name, value);
       sendJson(res, failed.status, failed.body);
     }
@@ -415,7 +417,10 @@ export function sourceEndpoints(
     const { path, querystring } = requestTarget(req.url ?? "/");
     const match = ENDPOINT_PATH.exec(path);
     if (!match) return false;
-    void answer(req, res, path, querystring, match);
+    answer(req, res, path, querystring, match).catch((error: unknown) => {
+      base.error({ err: error }, `${req.method ?? "GET"} ${path} failed while answering`);
+      res.destroy();
+    });
     return true;
   };
 }

@@ -67,8 +67,8 @@ const seconds = (clock: Clock) => Math.floor(clock.now() / 1000);
  * A source whose hooks are running on this node. A request to its endpoint then runs at once,
  * beside the hook, rather than queued behind it: webhook providers call the endpoint while the
  * hook creates the webhook (Asana's X-Hook-Secret, Microsoft Graph's validationToken) and answer
- * the hook only once it has answered them. The run sees the db as the hooks before it left it; what it
- * emits and writes is not kept (the source is being deployed, changed or deleted).
+ * the hook only once it has answered them. The run sees the db as the hooks before it left it;
+ * what it emits and writes is not kept (the source is being deployed, changed or deleted).
  */
 export interface HookWindow {
   readonly sourceId: string;

@@ -738,6 +738,23 @@ describe("runtime: Node compatibility layer", function () {
     });
   });
 
+  it("requests the run did not await are let finish, with what follows them, before the invocation ends (asana's run does not await its emit)", async () => {
+    const prepared = await prepareCode(
+      runtime,
+      source(`
+      const later = async () => {
+        const first = await (await fetch("${server.url}/body", { method: "POST", body: "one" })).json();
+        const second = await (await fetch("${server.url}/body", { method: "PUT", body: "two" })).json();
+        this.$emit({ late: [first.method, second.method] });
+      };
+      later();
+      this.$emit({ returned: true });`),
+    );
+    const outcome = await runtime.invoke(invocation(prepared));
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    expect(outcome.emits.map((e) => e.event)).to.deep.equal([{ returned: true }, { late: ["POST", "PUT"] }]);
+  });
+
   it("self is the global object (form-data's browser build reads self.FormData); window and document stay undefined", async () => {
     const e = await run(
       source(`this.$emit({ self: self === globalThis, form: self.FormData === FormData, window: typeof window, document: typeof document,

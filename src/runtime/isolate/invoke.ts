@@ -11,12 +11,13 @@ import { systemWarning } from "./console.js";
 import { DbStore } from "./db.js";
 import { describeProps } from "./describe.js";
 import { emit, makeRespond } from "./emit.js";
-import { abandonHttp } from "./http.js";
+import { abandonHttp, nextTurn, pendingRequests, requestsDone } from "./http.js";
 import { beginInvocation, type IsolateLimits } from "./invocationState.js";
 import { isLimitError } from "./limitError.js";
 import {
   ArrayIsArray,
   cut,
+  DateNow,
   ErrorCtor,
   hasOwn,
   objectKeys,
@@ -47,6 +48,8 @@ export interface InvokePayload {
   additionalProps?: { name: string; type: string; default?: unknown; customResponse?: boolean }[];
   steps?: AnyRecord;
   limits: IsolateLimits;
+  /** How long after its start the invocation may wait for requests it left pending (below its timeout). */
+  settleMs?: number;
 }
 
 export interface ErrorFields {
@@ -382,6 +385,7 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
     );
   }
   const p = parse(payloadJson) as InvokePayload;
+  const started = DateNow();
   const state = beginInvocation(p.limits);
   const exportsOut: AnyRecord = ObjectCreate(null);
   const isAction = component["type"] === "action";
@@ -427,6 +431,7 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
     exited = exitOf(err);
     if (exited === undefined) error = errorFields(err);
   }
+  if (error === undefined && exited === undefined && typeof p.settleMs === "number") await settleRequests(started + p.settleMs);
   clearAllTimers();
   abandonHttp();
   clearTmp();
@@ -450,6 +455,28 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
     if (error !== undefined) returnJson = undefined;
   }
   return resultJson(error, returnJson, exportsJson, exited, state.droppedLogLines);
+}
+
+/** Rounds of "the requests were answered, and what followed made more" before the end is forced. */
+const MAX_SETTLE_ROUNDS = 100;
+
+/**
+ * Work the invocation started and did not await (asana's run calls its async emitEvent without
+ * `await`) finishes as Node's event loop would let it: while requests it made are pending, the
+ * invocation waits for them, and for what follows them, until `deadline` (below its timeout).
+ * What is still pending then is abandoned, as before.
+ */
+async function settleRequests(deadline: number): Promise<void> {
+  try {
+    for (let round = 0; round < MAX_SETTLE_ROUNDS && pendingRequests() > 0; round++) {
+      const left = deadline - DateNow();
+      if (left <= 0 || !(await requestsDone(left))) return;
+      await nextTurn();
+    }
+  } catch {
+    // The timers and the request table use the isolate's Map, which the component may have
+    // replaced: then the run ends now, its requests abandoned, as it did before waiting existed.
+  }
 }
 
 /** The JSON text of an invocation result, built from primitives only. */

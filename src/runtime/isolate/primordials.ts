@@ -14,6 +14,7 @@ export const hasOwn = Object.hasOwn;
 export const ArrayIsArray = Array.isArray;
 export const StringCtor = String;
 export const PromiseCtor = Promise;
+export const DateNow = Date.now;
 export const ErrorCtor = Error;
 export const RangeErrorCtor = RangeError;
 export const MapCtor = Map;
@@ -31,6 +32,7 @@ export const MapPrototypeGet = uncurry(Map.prototype.get) as <K, V>(self: Map<K,
 export const MapPrototypeSet = uncurry(Map.prototype.set) as <K, V>(self: Map<K, V>, key: K, value: V) => Map<K, V>;
 export const MapPrototypeDelete = uncurry(Map.prototype.delete) as <K, V>(self: Map<K, V>, key: K) => boolean;
 export const MapPrototypeClear = uncurry(Map.prototype.clear) as <K, V>(self: Map<K, V>) => void;
+export const MapPrototypeSize = uncurry(Object.getOwnPropertyDescriptor(Map.prototype, "size")!.get!) as <K, V>(self: Map<K, V>) => number;
 export const MapPrototypeForEach = uncurry(Map.prototype.forEach) as <K, V>(self: Map<K, V>, fn: (value: V, key: K) => void) => void;
 const PromisePrototypeThen = Promise.prototype.then;
 /** promise.then(onFulfilled, onRejected) with the original then (its species: pin the promise's constructor first). */

@@ -1,7 +1,7 @@
 // setTimeout and friends: the host keeps the clock, the isolate keeps the callbacks. Timers do not
 // outlive the invocation that set them (the host clears them when the run ends).
 import { host } from "./bridge.js";
-import { MapPrototypeClear, ReflectApply } from "./primordials.js";
+import { MapPrototypeClear, MapPrototypeDelete, MapPrototypeGet, MapPrototypeSet, ReflectApply } from "./primordials.js";
 
 interface TimerEntry {
   fn: (...args: unknown[]) => void;
@@ -44,10 +44,20 @@ class Timeout {
 function arm(fn: unknown, ms: unknown, args: unknown[], interval: boolean): Timeout {
   if (typeof fn !== "function") throw new TypeError('The "callback" argument must be of type function');
   const delay = Math.max(interval ? 1 : 0, Math.min(2 ** 31 - 1, Number(ms) || 0));
+  return new Timeout(armed(fn as (...a: unknown[]) => void, args, delay, interval));
+}
+
+/** A timer of the platform's own, set after the component's code ran: primordials only. */
+function armed(fn: (...a: unknown[]) => void, args: unknown[], delay: number, interval: boolean): number {
   const id = nextId++;
-  timers.set(id, { fn: fn as (...a: unknown[]) => void, args, interval: interval ? delay : null });
+  MapPrototypeSet(timers, id, { fn, args, interval: interval ? delay : null });
   host().timer("set", id, delay);
-  return new Timeout(id);
+  return id;
+}
+
+/** The platform's one-off timer (the end of an invocation waiting for its requests); its id clears it. */
+export function platformTimer(fn: () => void, delay: number): number {
+  return armed(fn, [], delay, false);
 }
 
 function idOf(handle: unknown): number {
@@ -56,8 +66,10 @@ function idOf(handle: unknown): number {
 
 function clear(handle: unknown): void {
   const id = idOf(handle);
-  if (timers.delete(id)) host().timer("clear", id, 0);
+  if (MapPrototypeDelete(timers, id)) host().timer("clear", id, 0);
 }
+
+export const clearPlatformTimer: (id: number) => void = clear;
 
 export const timerGlobals = {
   setTimeout: (fn: unknown, ms?: unknown, ...args: unknown[]) => arm(fn, ms, args, false),
@@ -76,10 +88,10 @@ export const timerGlobals = {
 
 /** Called by the host when timer `id` is due. */
 export function fireTimer(id: number): void {
-  const entry = timers.get(id);
+  const entry = MapPrototypeGet(timers, id);
   if (!entry) return;
   if (entry.interval !== null) host().timer("set", id, entry.interval);
-  else timers.delete(id);
+  else MapPrototypeDelete(timers, id);
   try {
     // Not a spread: the array iterator is the component's to replace.
     ReflectApply(entry.fn, undefined, entry.args);

@@ -43,6 +43,15 @@ import {
 } from "./protocol.js";
 
 /** The operator's extra certificate authorities (Node reads the file at start): the runners' whole environment. */
+/**
+ * How long after its start an invocation may wait for requests it left pending (`settleRequests`
+ * in the isolate): its timeout less a tenth (at most 2 s), so that it ends by itself before it is
+ * stopped.
+ */
+function settleWithin(timeoutMs: number): number {
+  return Math.max(0, timeoutMs - Math.min(2_000, Math.ceil(timeoutMs / 10)));
+}
+
 function runnerEnv(host: NodeJS.ProcessEnv): Record<string, string> {
   const extraCas = host["NODE_EXTRA_CA_CERTS"];
   return extraCas === undefined || extraCas === "" ? {} : { NODE_EXTRA_CA_CERTS: extraCas };
@@ -723,6 +732,7 @@ export class Runtime {
           })),
           steps: inv.steps,
           limits: { maxEmitBytes, maxEmitsPerRun, maxLogBytes, maxLogLines, maxLogLineChars, maxDbBytes, maxResponseBytes },
+          settleMs: settleWithin(inv.limits?.timeoutMs ?? this.limits.timeoutMs),
         },
         { maxDepth: MAX_ENVELOPE_DEPTH },
       );

@@ -140,6 +140,9 @@ function checkScalar(prop: NormalizedProp, base: string, value: unknown, where: 
   return true;
 }
 
+/** What a value check answers for a value it refused (its problem listed). */
+const INVALID = Symbol("invalid");
+
 /** A value given for a `withLabel` prop: `{ label, value }`, Pipedream's `{ __lv: { label, value } }`, or the value alone. */
 function labelledValue(given: unknown): { readonly value: unknown; readonly label?: unknown } {
   const inner = isPlainObject(given) && Object.keys(given).length === 1 && isPlainObject(given.__lv) ? given.__lv : given;
@@ -221,33 +224,33 @@ export function checkConfiguredProps(
     const keepPrevious = (v: unknown, old: unknown) => sealsValue && isSealed(old) && (v === REDACTED || v === old);
     // An account binding is a reference, stored as given; inline credentials are sealed.
     const seal = (v: unknown) => (sealsValue && !(base === "app" && isAccountBinding(v)) ? sealer.seal(v) : v);
+    // One value as stored (before sealing): as given, or `{ label, value }` for a labelled prop.
+    const checkValue = (v: unknown, where: string): unknown =>
+      labelled ? (checkLabelled(prop, base, v, where, problems) ?? INVALID) : checkScalar(prop, base, v, where, problems) ? v : INVALID;
     if (isArray) {
       if (!Array.isArray(value)) {
         problems.push({ path: path(prop.name), message: `must be an array of ${base}` });
         continue;
       }
       const old: unknown[] = Array.isArray(previous[prop.name]) ? (previous[prop.name] as unknown[]) : [];
-      if (labelled) {
-        const items = value.map((item, i) =>
-          keepPrevious(item, old[i]) ? { kept: old[i] } : checkLabelled(prop, base, item, path(prop.name, `[${i}]`), problems),
-        );
-        if (items.every((item) => item !== undefined)) stored[prop.name] = items.map((item) => ("kept" in item ? item.kept : seal(item)));
-        continue;
+      // Items in order, up to the first invalid one (its problem listed).
+      const items: unknown[] = [];
+      for (let i = 0; i < value.length && items.length === i; i++) {
+        if (keepPrevious(value[i], old[i])) items.push(old[i]);
+        else {
+          const checked = checkValue(value[i], path(prop.name, `[${i}]`));
+          if (checked !== INVALID) items.push(seal(checked));
+        }
       }
-      const ok = value.every((item, i) => keepPrevious(item, old[i]) || checkScalar(prop, base, item, path(prop.name, `[${i}]`), problems));
-      if (ok) stored[prop.name] = value.map((item: unknown, i): unknown => (keepPrevious(item, old[i]) ? old[i] : seal(item)));
+      if (items.length === value.length) stored[prop.name] = items;
       continue;
     }
     if (keepPrevious(value, previous[prop.name])) {
       stored[prop.name] = previous[prop.name];
       continue;
     }
-    if (labelled) {
-      const checked = checkLabelled(prop, base, value, path(prop.name), problems);
-      if (checked !== undefined) stored[prop.name] = seal(checked);
-      continue;
-    }
-    if (checkScalar(prop, base, value, path(prop.name), problems)) stored[prop.name] = seal(value);
+    const checked = checkValue(value, path(prop.name));
+    if (checked !== INVALID) stored[prop.name] = seal(checked);
   }
   return { stored, problems };
 }

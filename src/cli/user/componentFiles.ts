@@ -10,6 +10,7 @@ import fs from "node:fs";
 import { isBuiltin } from "node:module";
 import path from "node:path";
 import { CliError, usage } from "../failure.js";
+import { MANIFEST_LEVELS } from "../../runtime/component/specifier.js";
 
 const EXTENSIONS = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".json"];
 const KNOWN_EXTENSION = /\.(m?js|cjs|m?ts|cts|json)$/;
@@ -62,12 +63,9 @@ export function directoryEntry(dir: string, entry?: string): string {
   throw usage(`${dir} has several component files (${(chosen.length ? chosen : files).join(", ")}): choose one with --entry`);
 }
 
-/** How far up from the entry's folder the package.json that pins its npm packages is looked for. */
-const MANIFEST_LEVELS = 6;
-
-/** The nearest package.json at or above `dir` (at most MANIFEST_LEVELS up), as the server looks for it among the files. */
+/** The nearest package.json in `dir` or above it, in the folders the server looks in among the uploaded files. */
 function nearestManifest(dir: string): string | undefined {
-  for (let level = 0; level <= MANIFEST_LEVELS; level++) {
+  for (let level = 0; level < MANIFEST_LEVELS; level++) {
     const candidate = path.join(dir, "package.json");
     if (isFile(candidate)) return candidate;
     const parent = path.dirname(dir);

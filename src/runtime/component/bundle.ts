@@ -15,6 +15,7 @@ import {
   builtinName,
   isValidRange,
   LAZY_BUILTINS,
+  MANIFEST_LEVELS,
   packageOfPath,
   parseNpmSpecifier,
   SANDBOX_BUILTINS,
@@ -66,8 +67,7 @@ const INJECTED_GLOBALS = ["xmlDom.js"].map((file) => fileURLToPath(new URL(`../i
 /** Packages ask for the npm polyfills of these with a trailing slash ("process/"): the prelude's serve them. */
 const PRELUDE_PACKAGES = new Set(["process/", "buffer/", "events/"]);
 const MAX_MODULES = 50;
-/** How far up from an importing module a package.json is looked for, and how many are fetched in all. */
-const MAX_MANIFEST_LEVELS = 6;
+/** How many package.json files one save may fetch (see MANIFEST_LEVELS). */
 const MAX_MANIFEST_LOOKUPS = 16;
 
 /** What Node, TypeScript and Pipedream try for a relative specifier without a known extension, in order. */
@@ -126,13 +126,6 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
     }
     return undefined;
   };
-  /**
-   * The range the component's own package.json gives an npm package it imports without a version,
-   * as the published components declare theirs (components/<app>/package.json): the nearest
-   * package.json above the importing module decides, as it would for the app's directory in a
-   * checkout. None found, or the package not among its dependencies: undefined (the newest).
-   * A manifest that cannot be fetched or read counts as none: it only ever refines a version.
-   */
   /** The dependencies of the package.json in `dir`: undefined when there is none, {} when it is no manifest. */
   const readManifest = async (dir: string): Promise<Record<string, unknown> | undefined> => {
     let text: string;
@@ -157,6 +150,13 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
     }
     return found;
   };
+  /**
+   * The range the component's own package.json gives an npm package it imports without a version,
+   * as the published components declare theirs (components/<app>/package.json): the nearest
+   * package.json above the importing module decides, as it would for the app's directory in a
+   * checkout. None found, or the package not among its dependencies: undefined (the newest).
+   * A manifest that cannot be fetched or read counts as none: it only ever refines a version.
+   */
   const declaredRange = async (importer: string | undefined, name: string): Promise<string | undefined> => {
     if (importer === undefined) return undefined;
     let dir: string;
@@ -165,7 +165,7 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
     } catch {
       return undefined;
     }
-    for (let level = 0; level < MAX_MANIFEST_LEVELS; level++) {
+    for (let level = 0; level < MANIFEST_LEVELS; level++) {
       const dependencies = await manifestAt(dir);
       if (dependencies !== undefined) {
         const range = dependencies[name];

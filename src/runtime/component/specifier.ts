@@ -41,6 +41,13 @@ export const LAZY_BUILTINS: ReadonlyMap<string, string> = new Map([
   ["assert", "assert/"],
 ]);
 
+/**
+ * How many folders, from an importing module's own upward, are searched for the package.json that
+ * pins the npm packages it imports without a version: by the bundler, and by the user CLI, which
+ * uploads the one it finds.
+ */
+export const MANIFEST_LEVELS = 6;
+
 /** Every built-in a component may import by name. */
 export const AVAILABLE_BUILTINS = [...SANDBOX_BUILTINS, ...LAZY_BUILTINS.keys()].sort();
 

@@ -9,7 +9,7 @@ import type { HttpEvent, HttpResponse } from "../runtime/types.js";
 import { newId } from "../ids.js";
 import type { Workflow } from "../readModels/workflows.js";
 import { JsonLimitError, MAX_INPUT_DEPTH, parseJson } from "../json/bounded.js";
-import { withAdditionalProps } from "../components/additionalProps.js";
+import { httpInterface } from "../components/additionalProps.js";
 import { errorAnswer } from "./errors.js";
 import { answeredBytes, logAccess, requestIdFor, whenFinished, type FinishedRequest } from "./requestLog.js";
 import { log, type Logger } from "../observability/log.js";
@@ -352,10 +352,7 @@ export function sourceEndpoints(
     const raw = await readBody(req);
     const component = deps.components.get(source.componentId);
     const customResponse =
-      component !== undefined &&
-      withAdditionalProps(component.meta.component.props, source.additionalProps).some(
-        (p) => p.type === "$.interface.http" && p.customResponse === true,
-      );
+      component !== undefined && httpInterface(component.meta.component.props, source.additionalProps)?.customResponse === true;
     const message = {
       invocationId: newId("inv"),
       sourceId: source.id,

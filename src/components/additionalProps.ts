@@ -45,6 +45,15 @@ export function additionalPropsOf(outcome: InvocationOutcome, component: LoadedC
 }
 
 /** The component's props with the additional ones: a name it already has takes the new definition. */
+/** The HTTP interface of a component with the props additionalProps() added: whether it has one, and answers itself. */
+export function httpInterface(
+  own: readonly NormalizedProp[],
+  more: readonly NormalizedProp[] | undefined,
+): { readonly customResponse: boolean } | undefined {
+  const http = withAdditionalProps(own, more).find((p) => p.type === "$.interface.http");
+  return http && { customResponse: http.customResponse === true };
+}
+
 export function withAdditionalProps(
   own: readonly NormalizedProp[],
   more: readonly NormalizedProp[] | undefined,

@@ -9,7 +9,7 @@ import { alreadyRecorded, type Delivery, type EventEmitted, type RecordRun } fro
 import { MissingAccountError, openPropsWithAccounts } from "../sources/configuredProps.js";
 import type { Sealed, Sealer } from "../secrets/sealer.js";
 import { newId, type Clock } from "../ids.js";
-import { ADDITIONAL_PROPS_TIMEOUT_MS, withAdditionalProps } from "../components/additionalProps.js";
+import { ADDITIONAL_PROPS_TIMEOUT_MS, httpInterface } from "../components/additionalProps.js";
 
 /** The parts of a source a run needs (from the read model or from a deploy in progress). */
 export interface RunnableSource {
@@ -23,9 +23,9 @@ export interface RunnableSource {
 
 /** What an invocation of the source's code carries besides the component: its HTTP interface, the props additionalProps() added. */
 function sourceInvocation(source: RunnableSource, component: LoadedComponent): Pick<Invocation, "http" | "additionalProps"> {
-  const http = withAdditionalProps(component.meta.component.props, source.additionalProps).find((p) => p.type === "$.interface.http");
+  const http = httpInterface(component.meta.component.props, source.additionalProps);
   return {
-    ...(http ? { http: { endpoint: source.endpointUrl, customResponse: http.customResponse === true } } : {}),
+    ...(http ? { http: { endpoint: source.endpointUrl, customResponse: http.customResponse } } : {}),
     ...(source.additionalProps && source.additionalProps.length > 0 ? { additionalProps: source.additionalProps } : {}),
   };
 }

@@ -27,7 +27,7 @@ import { slugify } from "../slug.js";
 import { endpointToken, newId, type Clock } from "../ids.js";
 import type { QuotaGuard } from "./quota.js";
 import { OwnerSlots } from "../runner/ownerSlots.js";
-import { additionalPropsOf, ownValues, withAdditionalProps } from "../components/additionalProps.js";
+import { additionalPropsOf, httpInterface, ownValues, withAdditionalProps } from "../components/additionalProps.js";
 import type { InvocationOutcome, NormalizedProp } from "../runtime/types.js";
 
 export interface LifecycleDeps {
@@ -350,9 +350,7 @@ export class SourceLifecycle {
     await this.#hookSlots.acquire(source.creatorId);
     const window: HookWindow = {
       sourceId: source.id,
-      customResponse: withAdditionalProps(component.meta.component.props, source.additionalProps).some(
-        (p) => p.type === "$.interface.http" && p.customResponse === true,
-      ),
+      customResponse: httpInterface(component.meta.component.props, source.additionalProps)?.customResponse === true,
       run: async (invocationId, event) => {
         this.deps.quota?.check(source.creatorId);
         const trigger = "http" as const;

@@ -40,7 +40,7 @@ export class Accounts {
     return (await this.store.streamRevision(streams.user(userId))) !== undefined;
   }
 
-  /** A user and its first API key; the username is claimed first (see commands/names/claims.ts). */
+  /** A user and its first API key; the username and the email are claimed first (see commands/names/claims.ts). */
   async createUser(
     input: { username: string; email: string; plan: Plan; operator?: boolean; apiKey?: string },
     options: HandleOptions = {},
@@ -51,10 +51,20 @@ export class Accounts {
     // Refused input refuses before the name is claimed, so a bad request leaves nothing behind.
     userDecider.decide({ type: "CreateUser", data }, userDecider.initialState());
     if (input.apiKey !== undefined) checkKeyFormat(input.apiKey);
-    const claim = await this.#names.claim({ scope: "username", name: input.username, holder: id, at }, options);
+    const username = { scope: "username", name: input.username, holder: id, at };
+    const claim = await this.#names.claim(username, options);
+    // One account per email address (compared without case), claimed as a name too; the username
+    // is given back when the email is taken, so a refused create holds nothing.
+    let emailClaim;
+    try {
+      emailClaim = await this.#names.claim({ scope: "email", name: input.email.toLowerCase(), holder: id, at }, options);
+    } catch (error) {
+      await this.#names.release(username, options);
+      throw error;
+    }
     const created = await this.#users.handle(id, { type: "CreateUser", data }, options);
     const key = await this.issueKey(id, { ...(input.apiKey !== undefined ? { key: input.apiKey } : {}), name: "default" }, options);
-    return { id, apiKey: key.apiKey, position: latestPosition(claim.position, created.position, key.position) };
+    return { id, apiKey: key.apiKey, position: latestPosition(claim.position, emailClaim.position, created.position, key.position) };
   }
 
   async setPlan(userId: string, plan: Plan, options: HandleOptions = {}): Promise<Written> {

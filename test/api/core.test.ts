@@ -300,6 +300,19 @@ describe("API conventions (real server)", function () {
       expect(unknown.json.code).to.equal("not_found");
     });
 
+    it("one account per email: a second user with the same address (in any case) is refused and holds nothing", async () => {
+      const taken = server.cli("admin", "user", "create", "--username", "freebie-two", "--email", "Free@Example.COM");
+      expect(taken.status, taken.stderr).to.equal(1);
+      expect(taken.json).to.include({ code: "name_taken" });
+      expect(taken.json.error).to.contain("free@example.com");
+      // The refused create gave its username back: it can be taken at once with a free address.
+      const retried = server.cli("admin", "user", "create", "--username", "freebie-two", "--email", "free2@example.com");
+      expect(retried.status, retried.stderr).to.equal(0);
+      const users = server.cli("admin", "user", "list").json as { username: string; email: string }[];
+      expect(users.filter((u) => u.email.toLowerCase() === "free@example.com").map((u) => u.username)).to.deep.equal(["freebie"]);
+      expect(users.filter((u) => u.username === "freebie-two").map((u) => u.email)).to.deep.equal(["free2@example.com"]);
+    });
+
     it("audit prints a resource's history event by event", async () => {
       const u = server.cli("admin", "user", "create", "--username", "audited", "--email", "a@example.com");
       server.cli("admin", "user", "set-plan", u.json.id, "--plan", "paid");

@@ -27,6 +27,9 @@ describe("runtime: Node compatibility layer", function () {
       } else if (req.url === "/body") {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify({ method: req.method, type: req.headers["content-type"] ?? null, body }));
+      } else if (req.url === "/api/v1/sites") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify([{ id: "s1", name: "docs", auth: req.headers.authorization ?? null }]));
       } else if (req.url === "/echo") {
         res.writeHead(201, { "content-type": "application/json", "x-multi": ["a", "b"] });
         res.end(JSON.stringify({ method: req.method, headers: req.headers }));
@@ -736,6 +739,18 @@ describe("runtime: Node compatibility layer", function () {
       keepAlive: true,
       web: true,
     });
+  });
+
+  it("an ES module package's createRequire(import.meta.url) loads what it requires, bundled (@netlify/api reads its OpenAPI spec so)", async () => {
+    const host = new URL(server.url).host;
+    const e = await run(
+      source(
+        `const api = new NetlifyAPI("t0k", { scheme: "http", host: "${host}" });
+      this.$emit({ sites: await api.listSites(), methods: typeof api.createSiteDeploy });`,
+        `import { NetlifyAPI } from "@netlify/api@13.4.0";`,
+      ),
+    );
+    expect(e).to.deep.equal({ sites: [{ id: "s1", name: "docs", auth: "Bearer t0k" }], methods: "function" });
   });
 
   it("requests the run did not await are let finish, with what follows them, before the invocation ends (asana's run does not await its emit)", async () => {

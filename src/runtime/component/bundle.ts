@@ -181,6 +181,10 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
   const typescript = input.typescript ?? (input.url !== undefined && /\.(ts|mts|cts)$/.test(input.url.split(/[?#]/)[0]));
 
   const entry = entryName(input.code, typescript);
+  /** Package files that import `module` (createRequire), found by the first build. */
+  const moduleImporters = new Set<string>();
+  /** Package files given to the second build rewritten (requireRewrites), by path. */
+  let rewrites = new Map<string, string>();
   const plugin: esbuild.Plugin = {
     name: "headwater-component",
     setup(build) {
@@ -232,6 +236,7 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
               pluginData: { headwaterPassThrough: true },
             });
             if (mapped.errors.length === 0 && mapped.path && !mapped.external) return mapped;
+            if (builtin === "module" && args.namespace === "file") moduleImporters.add(args.importer);
             // A package's import of a module the sandbox cannot offer: a stub that throws when used.
             if (STUBBED_BUILTINS.has(builtin)) return { path: builtin, namespace: "stub-module" };
           }
@@ -332,6 +337,15 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
         loader: "js",
       }));
 
+      // Only in the second build, and only for the files found to need it (see requireRewrites).
+      if (rewrites.size > 0) {
+        const only = new RegExp(`^(?:${[...rewrites.keys()].map(escapeRegExp).join("|")})$`);
+        build.onLoad({ filter: only, namespace: "file" }, (args) => {
+          const contents = rewrites.get(args.path);
+          return contents === undefined ? undefined : { contents, loader: "js", resolveDir: path.dirname(args.path) };
+        });
+      }
+
       build.onLoad({ filter: /\.node$/ }, (args) => ({
         errors: [
           { text: `${who(args.path, "file")} contains a native addon (${args.path.split("/").pop()}), which cannot run in the sandbox` },
@@ -340,9 +354,8 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
     },
   };
 
-  let result: esbuild.BuildResult & { metafile: esbuild.Metafile; outputFiles: esbuild.OutputFile[] };
-  try {
-    result = await esbuild.build({
+  const build = () =>
+    esbuild.build({
       entryPoints: [ENTRY],
       bundle: true,
       write: false,
@@ -368,6 +381,14 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
       plugins: [plugin],
       inject: INJECTED_GLOBALS,
     });
+  let result: esbuild.BuildResult & { metafile: esbuild.Metafile; outputFiles: esbuild.OutputFile[] };
+  try {
+    result = await build();
+    // ES module packages that load CommonJS or JSON through `createRequire(import.meta.url)`
+    // (@netlify/api): esbuild bundles only the free `require`, so those files are built again with
+    // their own `require` taken away. Only then: every other save reads its files natively.
+    rewrites = await requireRewrites(moduleImporters);
+    if (rewrites.size > 0) result = await build();
   } catch (err) {
     const failure = err as esbuild.BuildFailure;
     if (Array.isArray(failure.errors)) {
@@ -430,3 +451,40 @@ function explained(text: string): string {
   }
   return text;
 }
+
+/** `const require = createRequire(import.meta.url)` and the like, in an ES module package file. */
+const CREATE_REQUIRE =
+  /\b(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:[A-Za-z_$][\w$]*\.)?createRequire\s*\(\s*import\.meta\.url\s*\)[ \t]*;?/g;
+
+/**
+ * The files among `importers` that make a `require` of their own with `createRequire(import.meta.url)`,
+ * rewritten so that esbuild bundles what it loads: the declaration goes, and where the function
+ * has another name its calls with a literal specifier become calls of the free `require`. Its
+ * other uses (`req.resolve`) are left to esbuild's own run-time require, which refuses them.
+ */
+export async function requireRewrites(importers: Iterable<string>): Promise<Map<string, string>> {
+  const rewritten = new Map<string, string>();
+  for (const file of importers) {
+    let text: string;
+    try {
+      text = await fs.readFile(file, "utf8");
+    } catch {
+      continue;
+    }
+    const names = new Set<string>();
+    const without = text.replace(CREATE_REQUIRE, (_declaration, name: string) => {
+      names.add(name);
+      return name === "require" ? "" : `const ${name} = require;`;
+    });
+    if (names.size === 0) continue;
+    let contents = without;
+    for (const name of names) {
+      if (name !== "require")
+        contents = contents.replace(new RegExp(`(?<![\\w$.])${escapeRegExp(name)}\\s*\\(\\s*(?=["'\`])`, "g"), "require(");
+    }
+    rewritten.set(file, contents);
+  }
+  return rewritten;
+}
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

@@ -753,6 +753,45 @@ describe("runtime: Node compatibility layer", function () {
     expect(e).to.deep.equal({ sites: [{ id: "s1", name: "docs", auth: "Bearer t0k" }], methods: "function" });
   });
 
+  it("crypto.randomFillSync and randomFill fill as Node's (offset and size in elements), so uuid 8 and nanoid 3 work", async () => {
+    const e = await run(
+      source(
+        `const words = new Uint32Array(4);
+      crypto.randomFillSync(words, 1, 2);
+      const bytes = Buffer.alloc(70000);
+      crypto.randomFillSync(bytes);
+      const filled = await new Promise((resolve, reject) =>
+        crypto.randomFill(new Uint8Array(8), 4, (err, buf) => (err ? reject(err) : resolve(Array.from(buf.slice(0, 4))))),
+      );
+      let range;
+      try { crypto.randomFillSync(new Uint16Array(2), 3); } catch (err) { range = err.code; }
+      this.$emit({
+        ends: [words[0], words[3]],
+        middle: words[1] !== 0 || words[2] !== 0,
+        tail: bytes.subarray(65536).some((b) => b !== 0),
+        filled,
+        range,
+        big: crypto.randomBytes(100000).length,
+        v1: /^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-/.test(uuid.v1()),
+        v4: /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-/.test(uuid.v4()),
+        nanoid: nanoid().length,
+      });`,
+        `import crypto from "crypto"; import * as uuid from "uuid@8.3.2"; import { nanoid } from "nanoid@3.3.7";`,
+      ),
+    );
+    expect(e).to.deep.equal({
+      ends: [0, 0],
+      middle: true,
+      tail: true,
+      filled: [0, 0, 0, 0],
+      range: "ERR_OUT_OF_RANGE",
+      big: 100000,
+      v1: true,
+      v4: true,
+      nanoid: 21,
+    });
+  });
+
   it("requests the run did not await are let finish, with what follows them, before the invocation ends (asana's run does not await its emit)", async () => {
     const prepared = await prepareCode(
       runtime,

@@ -192,18 +192,76 @@ export function hash(algorithm: string, data: Data, encoding = "hex"): string | 
   return createHash(algorithm).update(data).digest(encoding);
 }
 
+/** Bytes the host hands over per call; larger fills take several. */
+const RANDOM_CHUNK = 65536;
+
+/** Fills `bytes` with random bytes from the host (node:crypto). */
+function fillRandom(bytes: Uint8Array): void {
+  for (let at = 0; at < bytes.byteLength; at += RANDOM_CHUNK) {
+    bytes.set(hostSync<Uint8Array>("crypto.randomBytes", { size: Math.min(RANDOM_CHUNK, bytes.byteLength - at) }), at);
+  }
+}
+
 export function randomBytes(size: number, callback?: (err: Error | null, buf: Buffer) => void): Buffer {
-  if (!Number.isInteger(size) || size < 0 || size > 65536) throw new RangeError('The "size" argument must be an integer from 0 to 65536');
-  const buf = Buffer.from(hostSync<Uint8Array>("crypto.randomBytes", { size }));
+  if (!Number.isInteger(size) || size < 0 || size > 2 ** 31 - 1)
+    throw nodeError(
+      new RangeError(`The value of "size" is out of range. It must be >= 0 && <= 2147483647. Received ${String(size)}`),
+      "ERR_OUT_OF_RANGE",
+    );
+  const buf = Buffer.alloc(size);
+  fillRandom(buf);
   if (callback) void Promise.resolve().then(() => callback(null, buf));
   return buf;
+}
+
+type RandomTarget = ArrayBuffer | ArrayBufferView;
+
+/** The bytes `randomFillSync(buf, offset, size)` fills: offset and size count the view's elements, as in Node. */
+function fillRange(buf: unknown, offset: unknown, size: unknown): Uint8Array {
+  if (!(buf instanceof ArrayBuffer) && !ArrayBuffer.isView(buf))
+    throw nodeError(
+      new TypeError(`The "buf" argument must be an instance of ArrayBuffer or ArrayBufferView.${describeReceived(buf)}`),
+      "ERR_INVALID_ARG_TYPE",
+    );
+  const all = buf instanceof ArrayBuffer ? new Uint8Array(buf) : new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+  const element = (buf as { BYTES_PER_ELEMENT?: number }).BYTES_PER_ELEMENT ?? 1;
+  const check = (name: string, value: unknown, max: number): number => {
+    if (typeof value !== "number" || Number.isNaN(value))
+      throw nodeError(new TypeError(`The "${name}" argument must be of type number.${describeReceived(value)}`), "ERR_INVALID_ARG_TYPE");
+    const bytes = value * element;
+    if (!Number.isInteger(value) || bytes < 0 || bytes > max)
+      throw nodeError(
+        new RangeError(`The value of "${name}" is out of range. It must be >= 0 && <= ${max / element}. Received ${value}`),
+        "ERR_OUT_OF_RANGE",
+      );
+    return bytes;
+  };
+  const start = offset === undefined ? 0 : check("offset", offset, all.byteLength);
+  const length = size === undefined ? all.byteLength - start : check("size", size, all.byteLength - start);
+  return all.subarray(start, start + length);
+}
+
+export function randomFillSync<T extends RandomTarget>(buf: T, offset?: number, size?: number): T {
+  fillRandom(fillRange(buf, offset, size));
+  return buf;
+}
+
+/** `randomFill(buf[, offset[, size]], callback)`: filled at once, the callback called after this turn. */
+export function randomFill<T extends RandomTarget>(buf: T, ...rest: unknown[]): void {
+  const callback = rest.pop();
+  if (typeof callback !== "function")
+    throw nodeError(
+      new TypeError(`The "callback" argument must be of type function.${describeReceived(callback)}`),
+      "ERR_INVALID_ARG_TYPE",
+    );
+  fillRandom(fillRange(buf, rest[0], rest[1]));
+  void Promise.resolve().then(() => (callback as (err: Error | null, buf: T) => void)(null, buf));
 }
 
 export function getRandomValues<T extends ArrayBufferView>(array: T): T {
   if (!ArrayBuffer.isView(array)) throw new TypeError("getRandomValues expects an integer TypedArray");
   if (array.byteLength > 65536) throw new RangeError("getRandomValues: at most 65536 bytes");
-  const bytes = hostSync<Uint8Array>("crypto.randomBytes", { size: array.byteLength });
-  new Uint8Array(array.buffer, array.byteOffset, array.byteLength).set(bytes);
+  fillRandom(new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
   return array;
 }
 
@@ -269,6 +327,8 @@ export default {
   createHmac,
   hash,
   randomBytes,
+  randomFillSync,
+  randomFill,
   randomUUID,
   randomInt,
   getRandomValues,

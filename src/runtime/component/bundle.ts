@@ -372,6 +372,9 @@ export async function bundleComponent(input: BundleInput, deps: { npm: NpmCache;
       logLevel: "silent",
       legalComments: "none",
       charset: "utf8",
+      // Names as written, not as bundling renamed them to avoid clashes (the bundled stream's
+      // Readable was "Readable2"): code that reads `.name` or `constructor.name` sees Node's.
+      keepNames: true,
       // `__dirname` is each module's own folder, relative: `require(__dirname + "/x.js")` (pg-format)
       // folds to `require("./x.js")` and is bundled; anything else that uses it gets "." rather
       // than a ReferenceError at load (there are no package files to read at run time).

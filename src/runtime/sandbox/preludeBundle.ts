@@ -18,6 +18,9 @@ export function preludeSource(): Promise<string> {
       target: "es2022",
       legalComments: "none",
       minifyWhitespace: true,
+      // Classes and functions keep their own names where bundling renamed them to avoid a clash
+      // (Buffer was "Buffer7", URL "_URL"): libraries test `constructor.name === "Buffer"`.
+      keepNames: true,
       logLevel: "silent",
       define: { global: "globalThis", __HW_NODE_VERSION__: JSON.stringify(process.version) },
     })

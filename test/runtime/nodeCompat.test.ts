@@ -792,6 +792,42 @@ describe("runtime: Node compatibility layer", function () {
     });
   });
 
+  it("classes and functions keep their names though bundling renamed them (Buffer, not Buffer7), in the prelude and the component's bundle", async () => {
+    const e = await run(
+      source(
+        `const classes = { Buffer, EventEmitter, Readable, Writable, URL, URLSearchParams, TextEncoder, TextDecoder, Blob, FormData, Headers, Request, Response, ReadableStream, AbortController, AbortSignal, Event, EventTarget, DOMException, File };
+      const renamed = Object.entries(classes).filter(([name, value]) => value.name !== name).map(([name, value]) => name + " is " + value.name);
+      class Local {}
+      this.$emit({ renamed, instance: Buffer.from("x").constructor.name, emitter: new EventEmitter().constructor.name, local: Local.name });`,
+        `import { EventEmitter } from "events"; import { Readable, Writable } from "stream";`,
+      ),
+    );
+    expect(e).to.deep.equal({ renamed: [], instance: "Buffer", emitter: "EventEmitter", local: "Local" });
+  });
+
+  it("form-data names and types a part from an axios response stream as form-data does (its request's path, its Content-Type)", async () => {
+    const e = await run(
+      source(
+        `const response = await axios.get("${server.url}/files/report.txt?v=2", { responseType: "stream" });
+      const form = new FormData();
+      form.append("file", response.data);
+      form.append("named", Buffer.from("x"), { filename: "x.json" });
+      const sent = await axios.post("${server.url}/body", form, { headers: form.getHeaders() });
+      this.$emit({ parts: sent.data.body.split("\\r\\n").filter((line) => line.startsWith("Content-")), statusCode: response.data.statusCode });`,
+        `import axios from "axios"; import FormData from "form-data";`,
+      ),
+    );
+    expect(e).to.deep.equal({
+      parts: [
+        'Content-Disposition: form-data; name="file"; filename="report.txt?v=2"',
+        "Content-Type: text/plain",
+        'Content-Disposition: form-data; name="named"; filename="x.json"',
+        "Content-Type: application/json",
+      ],
+      statusCode: 200,
+    });
+  });
+
   it("requests the run did not await are let finish, with what follows them, before the invocation ends (asana's run does not await its emit)", async () => {
     const prepared = await prepareCode(
       runtime,

@@ -103,3 +103,28 @@ export function bodyStream(body: Uint8Array): unknown {
   const buffer = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   return registered ? registered.from([buffer], { objectMode: false }) : new BodyStream(buffer);
 }
+
+/**
+ * axios's `responseType: "stream"` body: in Node it is the response's IncomingMessage, and
+ * form-data names a part appended from it by its request's path (`client._httpMessage.path`) and
+ * types it by its Content-Type, so the stream carries those fields of one.
+ */
+export function responseStream(
+  body: Uint8Array,
+  response: { status: number; statusText: string; headers: Record<string, string | string[]>; requestPath: string; method: string },
+): unknown {
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(response.headers)) {
+    const key = name.toLowerCase();
+    headers[key] = Array.isArray(value) && key !== "set-cookie" ? value.join(", ") : value;
+  }
+  return Object.assign(bodyStream(body) as object, {
+    statusCode: response.status,
+    statusMessage: response.statusText,
+    headers,
+    httpVersion: "1.1",
+    httpVersionMajor: 1,
+    httpVersionMinor: 1,
+    client: { _httpMessage: { path: response.requestPath, method: response.method } },
+  });
+}

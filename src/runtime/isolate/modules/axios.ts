@@ -1,7 +1,7 @@
 // An axios-compatible client served by the host HTTP bridge (the npm axios needs Node's http).
 import { isNodeFormData, NODE_FORM_BODY, type NodeFormBody } from "../nodeForm.js";
 import { Buffer } from "buffer";
-import { bodyStream } from "../bodyStream.js";
+import { responseStream } from "../bodyStream.js";
 import { HttpBridgeError, hostRequest, type RawResponse } from "../http.js";
 import { URLSearchParams } from "../url.js";
 import { utf8Decode } from "../textCodec.js";
@@ -327,11 +327,14 @@ function normalizeHeaders(input: Record<string, unknown>, method: string): Recor
   return out;
 }
 
-function parseData(raw: RawResponse, config: AxiosRequestConfig): unknown {
+function parseData(raw: RawResponse, config: AxiosRequestConfig, request: { url: string; method: string }): unknown {
   const type = config.responseType ?? "json";
   if (type === "arraybuffer" || type === "blob") return Buffer.from(raw.body);
   // The body arrived whole (within the response limit); a stream of it is what Node's axios gives.
-  if (type === "stream") return bodyStream(raw.body);
+  if (type === "stream") {
+    const { pathname, search } = new URL(request.url);
+    return responseStream(raw.body, { ...raw, requestPath: pathname + search, method: request.method });
+  }
   const text = utf8Decode(raw.body);
   if (type === "text" || type === "document") return text;
   if (text.length === 0) return "";
@@ -373,7 +376,7 @@ async function dispatch(config: AxiosRequestConfig): Promise<AxiosResponse> {
     throw out;
   }
   const response: AxiosResponse = {
-    data: parseData(raw, config),
+    data: parseData(raw, config, { url, method: method.toUpperCase() }),
     status: raw.status,
     statusText: raw.statusText,
     headers: raw.headers,

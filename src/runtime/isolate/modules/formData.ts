@@ -44,6 +44,16 @@ function isBlob(value: unknown): boolean {
 
 const baseName = (path: string) => path.replace(/\\/g, "/").split("/").pop() ?? path;
 
+/** An HTTP response read as a stream (Node's IncomingMessage, or axios's stream body here). */
+function isResponseStream(value: unknown): value is { headers?: Record<string, unknown>; client?: { _httpMessage?: { path?: string } } } {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as { readable?: unknown }).readable === true &&
+    Object.hasOwn(value, "httpVersion")
+  );
+}
+
 function randomHex(digits: number): string {
   const bytes = new Uint8Array(Math.ceil(digits / 2));
   const crypto = (globalThis as { crypto?: { getRandomValues?: (b: Uint8Array) => Uint8Array } }).crypto;
@@ -111,11 +121,25 @@ export default class FormData extends EventEmitter {
 
   #partHeader(field: string, value: unknown, opts: AppendOptions): string {
     if (typeof opts.header === "string") return opts.header;
-    const path = typeof (value as { path?: unknown })?.path === "string" ? (value as { path: string }).path : undefined;
-    const filename = opts.filepath ?? opts.filename ?? (path === undefined ? undefined : baseName(path));
+    // As form-data names and types a part: the options, the value's `name` or `path` (a file
+    // stream), or, for an HTTP response stream (axios's `responseType: "stream"`), its request's
+    // path and its Content-Type.
+    const text = (key: string): string | undefined => {
+      const found = typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+      return typeof found === "string" && found !== "" ? found : undefined;
+    };
+    const response = isResponseStream(value) ? value : undefined;
+    const lookup = (name: string | undefined) => (name === undefined ? undefined : contentTypeOf(name));
+    const named = opts.filename || text("name") || text("path");
+    const filename =
+      opts.filepath ?? (named ? baseName(named) : response ? baseName(response.client?._httpMessage?.path ?? "") || undefined : undefined);
+    const responseType = response?.headers?.["content-type"];
     const contentType =
       opts.contentType ??
-      (filename === undefined ? undefined : contentTypeOf(filename)) ??
+      lookup(text("name")) ??
+      lookup(text("path")) ??
+      (typeof responseType === "string" ? responseType : undefined) ??
+      lookup(opts.filepath ?? opts.filename) ??
       (typeof value === "object" ? DEFAULT_CONTENT_TYPE : undefined);
     const lines: Record<string, string[]> = {
       "Content-Disposition": [

@@ -221,8 +221,13 @@ export function httpError(method: string, url: string, status: number, body: Err
         .filter((d) => typeof d?.message === "string")
         .map((d) => (typeof d.path === "string" ? `${d.path} ${String(d.message)}` : String(d.message)))
     : [];
+  // The server's message is often its first problem: said once, with the others after it.
   const message =
-    details.length > 0 && !details.every((d) => serverMessage.includes(d)) ? `${serverMessage}: ${details.join("; ")}` : serverMessage;
+    details.length === 0 || details.every((d) => serverMessage.includes(d))
+      ? serverMessage
+      : details.includes(serverMessage)
+        ? details.join("; ")
+        : `${serverMessage}: ${details.join("; ")}`;
   if (status === 401)
     return new CliError("unauthorized", `the server refused the API key (${message}): run \`headwater login\``, EXIT.auth);
   if (status === 404) {

@@ -17,7 +17,7 @@ import { sandboxConsole } from "./console.js";
 import { describeComponent } from "./describe.js";
 import { HttpBridgeError, hostRequest, settleHttp } from "./http.js";
 import { awaitRun, errorFields, invoke, loadResultJson, type PlatformFailure } from "./invoke.js";
-import { stringify } from "./primordials.js";
+import { ObjectDefineProperty, objectKeys, StringPrototypeSlice, stringify } from "./primordials.js";
 import * as types from "./modules/types.js";
 import { tmpStore } from "./tmpStore.js";
 import { fireTimer, setUncaughtHandler, timerGlobals, timersModule } from "./timers.js";
@@ -52,7 +52,36 @@ setUncaughtHandler((err) => sandboxConsole.error("Uncaught exception:", err));
 
 const g = globalThis as unknown as AnyRecord;
 
+/**
+ * Bundling renames a class or function whose name clashes with another module's (`Buffer7`,
+ * `_URL`): what the prelude exposes gets back the name it is exposed under, as in Node, where
+ * libraries test `constructor.name === "Buffer"`. Only such renames are undone. This may run
+ * after component code (lazy globals and modules), so primordials only, and a descriptor without
+ * a prototype (a poisoned Object.prototype.get cannot make it invalid).
+ */
+function ownName(value: unknown, name: string): void {
+  if (typeof value !== "function" || value.name === name) return;
+  const given = value.name;
+  const core = given[0] === "_" ? StringPrototypeSlice(given, 1) : given;
+  if (StringPrototypeSlice(core, 0, name.length) !== name) return;
+  for (let i = name.length; i < core.length; i++) if (!(core[i] >= "0" && core[i] <= "9")) return;
+  ObjectDefineProperty(value, "name", { __proto__: null, value: name, configurable: true } as PropertyDescriptor);
+}
+
+/** A module's exports (and its default export's) named as they are exported. */
+function ownNames(exports: unknown): unknown {
+  // A module may be a function with its exports on it (events: the EventEmitter class).
+  if ((typeof exports !== "object" && typeof exports !== "function") || exports === null) return exports;
+  for (const key of objectKeys(exports)) {
+    const value: unknown = (exports as AnyRecord)[key];
+    ownName(value, key);
+    if (key === "default" && value !== exports) ownNames(value);
+  }
+  return exports;
+}
+
 function defineGlobal(name: string, value: unknown): void {
+  ownName(value, name);
   Object.defineProperty(g, name, { value, writable: true, configurable: true, enumerable: false });
 }
 
@@ -198,7 +227,8 @@ const modules: Record<string, () => unknown> = {
   ),
 };
 const registry = {};
-for (const [name, make] of Object.entries(modules)) Object.defineProperty(registry, name, { get: make, enumerable: true });
+for (const [name, make] of Object.entries(modules))
+  Object.defineProperty(registry, name, { get: () => ownNames(make()), enumerable: true });
 Object.defineProperty(g, "__hw_modules", { value: Object.freeze(registry), enumerable: false, writable: false, configurable: false });
 
 function sandboxRequire(name: unknown): unknown {

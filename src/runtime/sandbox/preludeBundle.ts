@@ -18,9 +18,9 @@ export function preludeSource(): Promise<string> {
       target: "es2022",
       legalComments: "none",
       minifyWhitespace: true,
-      // Classes and functions keep their own names where bundling renamed them to avoid a clash
-      // (Buffer was "Buffer7", URL "_URL"): libraries test `constructor.name === "Buffer"`.
-      keepNames: true,
+      // Not `keepNames`: its `__name` calls run inside functions, after component code, with a
+      // descriptor a poisoned Object.prototype breaks. The prelude restores the names of what it
+      // exposes itself (ownName in prelude.ts).
       logLevel: "silent",
       define: { global: "globalThis", __HW_NODE_VERSION__: JSON.stringify(process.version) },
     })

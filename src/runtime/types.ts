@@ -14,6 +14,7 @@ export type PropType =
   | "$.service.db"
   | "alert"
   | "dir"
+  | "http_request"
   | "boolean[]"
   | "integer[]"
   | "string[]"

@@ -84,6 +84,28 @@ describe("sources/configuredProps", () => {
     expect(openProps(again.stored, sealer).token).to.equal("abc");
   });
 
+  it("http_request: the default fills the request, the auth is sealed, answered redacted, kept when sent back redacted", () => {
+    const request = [prop({ name: "request", type: "http_request", default: { method: "POST" } })];
+    const given = { url: "https://api.example.com/x", auth: { type: "bearer", token: "t0ps3cret" } };
+    const { stored, problems } = checkConfiguredProps(request, { request: given }, sealer, rules);
+    expect(problems).to.deep.equal([]);
+    expect(JSON.stringify(stored)).to.not.include("t0ps3cret");
+    expect(openProps(stored, sealer).request).to.deep.equal({ method: "POST", ...given });
+    const view = viewProps(request, stored, "");
+    expect(view.request).to.deep.equal({ method: "POST", url: "https://api.example.com/x", auth: REDACTED });
+    const again = checkConfiguredProps(request, view, sealer, rules, stored);
+    expect(again.problems).to.deep.equal([]);
+    expect(openProps(again.stored, sealer).request).to.deep.equal({ method: "POST", ...given });
+    const asStored = checkConfiguredProps(request, stored, sealer, rules, stored);
+    expect(openProps(asStored.stored, sealer).request).to.deep.equal({ method: "POST", ...given });
+    expect(checkConfiguredProps(request, { request: { url: 1 } }, sealer, rules).problems).to.deep.equal([
+      { path: "configured_props.request.url", message: "must be a string" },
+    ]);
+    expect(checkConfiguredProps(request, {}, sealer, rules).problems).to.deep.equal([
+      { path: "configured_props.request.url", message: "is required" },
+    ]);
+  });
+
   it("app props: nothing or {} configures no credentials; an account binding is stored as a reference, inline $auth sealed", async () => {
     const apps = [prop({ name: "http", type: "app", app: "http" }), prop({ name: "github", type: "app", app: "github" })];
     for (const given of [{}, { http: {}, github: null }]) {

@@ -3,6 +3,7 @@ import type { NormalizedProp, PropOption } from "../runtime/types.js";
 import type { ProblemDetail as ErrorDetail } from "../../commands/decider.js";
 import { isSealed, type Sealed, type Sealer } from "../secrets/sealer.js";
 import { isAccountBinding } from "../../commands/connectedAccounts/connectedAccount.js";
+import { readHttpRequest } from "../runtime/httpRequestProp.js";
 
 /** The seed's limit on one configured prop value (its JSON text). */
 export const MAX_PROP_BYTES = 64 * 1024;
@@ -40,6 +41,36 @@ const path = (name: string, rest = "") => `configured_props.${name}${rest}`;
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? "", "utf8");
 const optionValue = (o: PropOption) => (typeof o === "object" && o !== null ? o.value : o);
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * An http_request's `auth` holds credentials: stored sealed like a secret, answered redacted, opened
+ * for the run. Sent back redacted (or as stored), the stored credentials are kept.
+ */
+function sealRequestAuth(
+  value: Record<string, unknown>,
+  previous: unknown,
+  sealer: Sealer,
+): { checkable: Record<string, unknown>; seal: (checked: Record<string, unknown>) => Record<string, unknown> } {
+  const old = isPlainObject(previous) && isSealed(previous.auth) ? previous.auth : undefined;
+  const auth = value.auth;
+  if (old !== undefined && (auth === REDACTED || (isSealed(auth) && JSON.stringify(auth) === JSON.stringify(old)))) {
+    const { auth: _kept, ...rest } = value;
+    void _kept;
+    return { checkable: rest, seal: (checked) => ({ ...checked, auth: old }) };
+  }
+  return {
+    checkable: value,
+    seal: (checked) => (isPlainObject(checked.auth) ? { ...checked, auth: sealer.seal(checked.auth) } : checked),
+  };
+}
+
+/** A value as user code sees it: sealed values opened, in arrays and in an http_request's auth. */
+function openValue(v: unknown, sealer: Sealer): unknown {
+  if (isSealed(v)) return sealer.open(v);
+  if (Array.isArray(v)) return v.map((item) => openValue(item, sealer));
+  if (isPlainObject(v) && isSealed(v.auth)) return { ...v, auth: sealer.open(v.auth) };
+  return v;
+}
 
 function checkTimer(name: string, value: unknown, rules: PropRules, problems: ErrorDetail[]): TimerValue | undefined {
   if (!isPlainObject(value)) {
@@ -126,6 +157,14 @@ function checkScalar(prop: NormalizedProp, base: string, value: unknown, where: 
       if (!isPlainObject(value) || !isPlainObject(value.$auth))
         return fail('must be {"authProvisionId": "apn_…"} (a connected account) or {"$auth": {…}} (the app\'s credentials)');
       break;
+    case "http_request": {
+      const { problems: wrong } = readHttpRequest(value);
+      if (wrong.length > 0) {
+        for (const p of wrong) problems.push({ path: `${where}${p.path}`, message: p.message });
+        return false;
+      }
+      break;
+    }
     case "any":
       break;
     default:
@@ -198,6 +237,8 @@ export function checkConfiguredProps(
     if (prop.type === "alert") continue; // a message for whoever configures the component, no value
     let value = raw;
     if ((value === undefined || value === null) && prop.default !== undefined) value = prop.default;
+    // A request's default ({ method: "POST" }) fills what the configured request leaves out, as Pipedream's form starts from it.
+    else if (prop.type === "http_request" && isPlainObject(value) && isPlainObject(prop.default)) value = { ...prop.default, ...value };
     const isApp = prop.type === "app" || prop.type === "app[]";
     // `{}` for an app prop says "no credentials" as plainly as leaving it out.
     if (isApp && isPlainObject(value) && Object.keys(value).length === 0) value = undefined;
@@ -249,6 +290,11 @@ export function checkConfiguredProps(
       stored[prop.name] = previous[prop.name];
       continue;
     }
+    if (base === "http_request" && isPlainObject(value)) {
+      const { checkable, seal: sealAuth } = sealRequestAuth(value, previous[prop.name], sealer);
+      if (checkScalar(prop, base, checkable, path(prop.name), problems)) stored[prop.name] = sealAuth(checkable);
+      continue;
+    }
     const checked = checkValue(value, path(prop.name));
     if (checked !== INVALID) stored[prop.name] = seal(checked);
   }
@@ -272,8 +318,7 @@ export function checkTimerValue(
 
 /** Configured values as user code sees them: sealed values opened. */
 export function openProps(stored: Record<string, unknown>, sealer: Sealer): Record<string, unknown> {
-  const open = (v: unknown): unknown => (isSealed(v) ? sealer.open(v) : Array.isArray(v) ? v.map(open) : v);
-  return Object.fromEntries(Object.entries(stored).map(([k, v]) => [k, open(v)]));
+  return Object.fromEntries(Object.entries(stored).map(([k, v]) => [k, openValue(v, sealer)]));
 }
 
 /**
@@ -291,8 +336,7 @@ export async function openPropsWithAccounts(
       if (!auth) throw new MissingAccountError(name, v.authProvisionId);
       return { $auth: sealer.open(auth) };
     }
-    if (isSealed(v)) return sealer.open(v);
-    return Array.isArray(v) ? Promise.all(v.map((item) => open(name, item))) : v;
+    return Array.isArray(v) ? Promise.all(v.map((item) => open(name, item))) : openValue(v, sealer);
   };
   const entries = await Promise.all(Object.entries(stored).map(async ([k, v]) => [k, await open(k, v)] as const));
   return Object.fromEntries(entries);
@@ -318,7 +362,8 @@ export function timerIntervalSeconds(timer: TimerValue): number {
  */
 export function viewProps(props: readonly NormalizedProp[], stored: Record<string, unknown>, endpointUrl: string): Record<string, unknown> {
   const view: Record<string, unknown> = {};
-  const redact = (v: unknown): unknown => (isSealed(v) ? REDACTED : Array.isArray(v) ? v.map(redact) : v);
+  const redact = (v: unknown): unknown =>
+    isSealed(v) ? REDACTED : Array.isArray(v) ? v.map(redact) : isPlainObject(v) && isSealed(v.auth) ? { ...v, auth: REDACTED } : v;
   for (const prop of props) {
     if (prop.type === "$.interface.http") {
       view[prop.name] = { endpoint_url: endpointUrl };

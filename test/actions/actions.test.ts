@@ -259,6 +259,173 @@ describe("actions run by hand (real server, SMTP, S3 and HTTP receivers)", funct
     }
   });
 
+  it("http_request props: execute() sends method, URL with params, headers, a JSON body and basic auth, and returns the answer", async () => {
+    const send = await save(admin, fixture("requestkit", "send-request"));
+    receiver.routes.set("/items/7", (_req, res) => {
+      res.writeHead(201, { "content-type": "application/json" });
+      res.end(JSON.stringify({ saved: true, id: 7 }));
+    });
+    const request = {
+      url: `${receiver.url}/items/7?keep=1`,
+      method: "put",
+      params: [
+        { name: "q", value: "a b" },
+        { name: "skipped", value: "x", disabled: true },
+        { name: "", value: "an empty row" },
+      ],
+      headers: [{ name: "X-Trace", value: "t-1" }],
+      body: { contentType: "application/json", type: "raw", mode: "raw", raw: '{"n": 1}' },
+      auth: { type: "basic", username: "ada", password: "s3cret" },
+    };
+    const before = receiver.received.length;
+    const data = await ok(send, { props: { request, label: "save" } });
+    expect(data.return_value).to.deep.equal({ saved: true, id: 7 });
+    expect(data.summary).to.equal(`save: put ${receiver.url}/items/7?keep=1`);
+    const [got] = receiver.received.slice(before);
+    expect(got.method).to.equal("PUT");
+    const url = new URL(got.path, receiver.url);
+    expect(url.pathname).to.equal("/items/7");
+    expect([...url.searchParams]).to.deep.equal([
+      ["keep", "1"],
+      ["q", "a b"],
+    ]);
+    expect(got.headers["x-trace"]).to.equal("t-1");
+    expect(got.headers["content-type"]).to.equal("application/json");
+    expect(got.headers["authorization"]).to.equal(`Basic ${Buffer.from("ada:s3cret").toString("base64")}`);
+    expect(got.body).to.equal('{"n": 1}');
+  });
+
+  it("http_request props: a default fills the request ({ method: POST }); headers and params as objects, fields, bearer auth", async () => {
+    const post = await save(admin, fixture("requestkit", "send-post"));
+    const component = (await admin.get(`/v1/components/${post}`)).body.data;
+    expect(component.configurable_props.find((p: { name: string }) => p.name === "request")).to.deep.include({
+      type: "http_request",
+      default: { method: "POST" },
+    });
+    const before = receiver.received.length;
+    receiver.reply = JSON.stringify({ accepted: 2 });
+    const data = await ok(post, {
+      props: {
+        request: {
+          url: `${receiver.url}/fields`,
+          headers: { "X-Api-Version": 3 },
+          params: { page: 2 },
+          body: {
+            contentType: "application/json",
+            mode: "fields",
+            fields: [
+              { name: "a", value: "1" },
+              { name: "b", value: "two" },
+            ],
+          },
+          auth: { type: "bearer", token: "tok-123" },
+        },
+      },
+    });
+    expect(data.return_value).to.deep.equal({ accepted: 2 });
+    const form = await ok(post, {
+      props: {
+        request: {
+          url: `${receiver.url}/form`,
+          body: { contentType: "application/x-www-form-urlencoded", type: "fields", fields: { a: "1", b: "x y" } },
+        },
+      },
+    });
+    expect(form.ok).to.equal(true);
+    receiver.reply = "{}";
+    const [json, urlencoded] = receiver.received.slice(before);
+    expect(json).to.deep.include({ method: "POST", path: "/fields?page=2", body: '{"a":"1","b":"two"}' });
+    expect(json.headers).to.deep.include({ "x-api-version": "3", authorization: "Bearer tok-123", "content-type": "application/json" });
+    expect(urlencoded).to.deep.include({ method: "POST", path: "/form", body: "a=1&b=x+y" });
+    expect(urlencoded.headers["content-type"]).to.equal("application/x-www-form-urlencoded");
+  });
+
+  it("http_request props: a wrong value answers 400 naming the field; an error answer fails the run with its body", async () => {
+    const send = await save(admin, fixture("requestkit", "send-request"));
+    expect(await refused(send, { request: "http://example.com" })).to.deep.equal([
+      "body.props.request must be an object with url (and method, headers, params, body, auth)",
+    ]);
+    expect(await refused(send, { request: { url: 5 } })).to.deep.equal(["body.props.request.url must be a string"]);
+    expect(await refused(send, { request: {} })).to.deep.equal(["body.props.request.url is required"]);
+    expect(
+      await refused(send, {
+        request: {
+          url: "ftp://example.com/x",
+          method: "GET /",
+          headers: [{ name: "Bad Name", value: "x" }],
+          body: { contentType: "application/json", mode: "raw", raw: { n: 1 } },
+          auth: { type: "digest" },
+        },
+      }),
+    ).to.deep.equal([
+      "body.props.request.url must be an http or https URL",
+      "body.props.request.method must be an HTTP method such as GET or POST",
+      'body.props.request.headers[0].name "Bad Name" is not a valid header name',
+      "body.props.request.body.raw must be a string (the body's text)",
+      'body.props.request.auth.type must be "none", "basic" or "bearer"',
+    ]);
+    // Pipedream's Send Webhook form: the prop written inline with a default and no URL.
+    const webhook = await saveCode(
+      admin,
+      `export default { name: "Send webhook", version: "1.0.0", type: "action",
+        props: { httpRequest: { type: "http_request", label: "HTTP Request Configuration", default: { method: "POST" } } },
+        async run() { return await this.httpRequest.execute(); } };`,
+    );
+    expect(await refused(webhook, {})).to.deep.equal(["body.props.httpRequest.url is required"]);
+    receiver.routes.set("/teapot", (_req, res) => {
+      res.writeHead(418, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: "short and stout" }));
+    });
+    const failed = (await run(webhook, { props: { httpRequest: { url: `${receiver.url}/teapot` } } })).body.data;
+    expect(failed.ok).to.equal(false);
+    expect(failed.error.name).to.equal("AxiosError - Request failed with status code 418");
+    expect(failed.error.message).to.equal('{"error":"short and stout"}');
+    expect(receiver.received.filter((r) => r.path === "/teapot")).to.have.length(1);
+    expect(receiver.received.find((r) => r.path === "/teapot")!.method).to.equal("POST");
+  });
+
+  it("http_request props in a source: saved and deployed, refused at deploy when wrong, sent when the source runs", async () => {
+    const code = `export default { name: "Poll by request", version: "0.1.0",
+      props: { request: { type: "http_request", label: "Request", default: { method: "GET" } } },
+      async run() { const data = await this.request.execute(); this.$emit({ data, url: this.request.url }); } };`;
+    const wrong = await admin.post("/v1/sources", { component_code: code, configured_props: { request: { url: ["x"] } } });
+    expect(wrong.status).to.equal(400);
+    expect(wrong.body.details).to.deep.include({ path: "configured_props.request.url", message: "must be a string" });
+    receiver.routes.set("/status", (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ up: true }));
+    });
+    const created = await admin.post("/v1/sources", {
+      component_code: code,
+      configured_props: {
+        request: {
+          url: `${receiver.url}/status`,
+          params: [{ name: "from", value: "source" }],
+          auth: { type: "bearer", token: "src-t0ken" },
+        },
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    // The credentials are sealed like a secret: answered redacted.
+    expect(created.body.data.configured_props.request).to.deep.equal({
+      method: "GET",
+      url: `${receiver.url}/status`,
+      params: [{ name: "from", value: "source" }],
+      auth: "[redacted]",
+    });
+    const id = created.body.data.id as string;
+    const ran = await admin.post(`/v1/sources/${id}/run`, {});
+    expect(ran.body.data.ok, JSON.stringify(ran.body)).to.equal(true);
+    const events = await admin.get(`/v1/sources/${id}/event_summaries?expand=event`);
+    expect(events.body.data[0].event).to.deep.equal({ data: { up: true }, url: `${receiver.url}/status` });
+    // Sent back redacted on an update, the stored credentials are kept.
+    const updated = await admin.put(`/v1/sources/${id}`, { configured_props: created.body.data.configured_props });
+    expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+    expect((await admin.post(`/v1/sources/${id}/run`, {})).body.data.ok).to.equal(true);
+    const sent = receiver.received.filter((r) => r.path === "/status?from=source");
+    expect(sent.map((r) => r.headers["authorization"])).to.deep.equal(["Bearer src-t0ken", "Bearer src-t0ken"]);
+  });
+
   it("$.send.email goes to the account owner through the operator's SMTP server (text and HTML)", async () => {
     const text = await ok(ids["email-report"], { props: { subject: "Daily report", lines: ["3 new orders", "1 refund"] } });
     expect(text.sends).to.have.length(1);
@@ -504,6 +671,14 @@ describe("actions run by hand without SMTP and S3 configured, private addresses 
     const posted = (await admin.post(`/v1/components/${http}/run`, { props: { url: `${receiver.url}/x`, payload: {} } })).body.data;
     expect(posted.ok).to.equal(false);
     expect(posted.sends[0].error).to.match(/^BLOCKED_ADDRESS: /);
+    expect(receiver.received).to.deep.equal([]);
+  });
+
+  it("an http_request prop's execute() to a loopback address is refused, nothing sent", async () => {
+    const send = await save(admin, fixture("requestkit", "send-request"));
+    const data = (await admin.post(`/v1/components/${send}/run`, { props: { request: { url: `${receiver.url}/private` } } })).body.data;
+    expect(data.ok).to.equal(false);
+    expect(data.error.message).to.match(/refusing to connect to /);
     expect(receiver.received).to.deep.equal([]);
   });
 

@@ -138,7 +138,7 @@ describe("runtime: $.send.* and additionalProps", function () {
       {
         path: "props.broken.type",
         message:
-          'unknown prop type "nope" (app, boolean, integer, string, object, any, alert, dir, $.interface.http, $.interface.timer, $.service.db)',
+          'unknown prop type "nope" (app, boolean, integer, string, object, any, alert, dir, http_request, $.interface.http, $.interface.timer, $.service.db)',
       },
     ]);
     // The run sees the additional props' values too.

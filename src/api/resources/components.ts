@@ -9,7 +9,10 @@ import type { LoadedComponent } from "../../components/componentCache.js";
 export const ConfigurableProp = Type.Object(
   {
     name: Type.String(),
-    type: Type.String(),
+    type: Type.String({
+      description:
+        "app, string, integer, boolean, object, any, their arrays (string[], …), http_request (a request the component sends with this.<prop>.execute()), alert, dir, $.interface.http, $.interface.timer, $.service.db",
+    }),
     label: Type.Optional(Type.String()),
     description: Type.Optional(Type.String()),
     default: Type.Optional(Type.Unknown()),

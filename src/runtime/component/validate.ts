@@ -25,6 +25,8 @@ export const PROP_TYPES: Readonly<Record<string, PropTypeRule>> = {
   alert: { array: false, source: true, action: true },
   /** Pipedream's File Stash directory (accessMode, sync): nothing to configure; its methods explain it is not offered. */
   dir: { array: false, source: true, action: true },
+  /** One HTTP request (url, method, headers, params, body, auth); the component calls `this.<prop>.execute()`. */
+  http_request: { array: false, source: true, action: true },
 };
 
 const HOOKS = new Set(["deploy", "activate", "deactivate"]);
@@ -227,6 +229,8 @@ function checkDefault(type: string, value: unknown): string | undefined {
     if (value["timezone"] !== undefined && typeof value["timezone"] !== "string") return "timezone must be a string";
     return undefined;
   }
+  if (type === "http_request")
+    return isRec(value) && !isFn(value) ? undefined : `default must be an object such as { method: "GET" }, got ${k}`;
   if (base === "string" || base === "integer" || base === "boolean")
     return scalarOk(value) ? undefined : `default must be ${base === "integer" ? "an integer" : `a ${base}`}, got ${k}`;
   if (k === "function") return "default must be a value, not a function";
@@ -284,7 +288,7 @@ function validateProp(
   if (!rule) {
     problem(
       `${path}.type`,
-      `unknown prop type "${type}" (app, boolean, integer, string, object, any, alert, dir, $.interface.http, $.interface.timer, $.service.db)`,
+      `unknown prop type "${type}" (app, boolean, integer, string, object, any, alert, dir, http_request, $.interface.http, $.interface.timer, $.service.db)`,
     );
     return undefined;
   }

@@ -12,6 +12,7 @@ import { DbStore } from "./db.js";
 import { describeProps } from "./describe.js";
 import { emit, makeRespond } from "./emit.js";
 import { abandonHttp, nextTurn, pendingRequests, requestsDone } from "./http.js";
+import { httpRequestProp } from "./httpRequestProp.js";
 import { beginInvocation, type IsolateLimits } from "./invocationState.js";
 import { isLimitError } from "./limitError.js";
 import {
@@ -247,6 +248,9 @@ function buildInstance(component: AnyRecord, p: InvokePayload, db: DbStore, isAc
         break;
       case "dir":
         defineValue(instance, name, fileStashDir(name));
+        break;
+      case "http_request":
+        defineValue(instance, name, httpRequestProp(name, value !== undefined ? value : def["default"]));
         break;
       case "$.interface.http": {
         const custom = p.http?.customResponse ?? def["customResponse"] === true;

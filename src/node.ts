@@ -310,7 +310,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
   });
   const workflowRuns = new WorkflowRunQueue(bus, replies);
   // A step is an action run: run() in the sandbox, then its $.send.* (src/components/actionRunner.ts).
-  const executeStep: StepExecutor = async ({ workflow, component, props, steps, invocationId, step, timeoutMs }) =>
+  const executeStep: StepExecutor = async ({ workflow, component, props, steps, tmp, keepTmp, invocationId, step, timeoutMs }) =>
     (
       await runAction(
         { runtime, destinations, clock },
@@ -318,6 +318,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
           component,
           props,
           steps,
+          tmp,
+          keepTmp,
           invocationId: `${invocationId}-${step.cellId}`,
           ownerId: workflow.creatorId,
           ownerEmail: accountsView.user(workflow.creatorId)?.email || null,

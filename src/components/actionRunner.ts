@@ -4,7 +4,7 @@
 import { runLogged } from "../../commands/runLogs/runLog.js";
 import type { RunLogged } from "../../commands/runLogs/runLog.js";
 import type { ComponentRuntime } from "../runtime/componentRuntime.js";
-import type { InvocationOutcome, Send } from "../runtime/types.js";
+import type { InvocationOutcome, Send, TmpEntry } from "../runtime/types.js";
 import type { Destinations, SendResult } from "../destinations/destinations.js";
 import { newId, type Clock } from "../ids.js";
 import { actionProps, type ActionPropsDeps } from "./actionProps.js";
@@ -31,6 +31,10 @@ export interface ActionRunRequest {
   readonly emitterId: string;
   /** A shorter wall-clock limit than the node's run timeout (a workflow's remaining time). */
   readonly timeoutMs?: number;
+  /** A workflow step: what the previous step left in /tmp. */
+  readonly tmp?: readonly TmpEntry[];
+  /** A workflow step with a later step: answer what this one leaves in /tmp (outcome.tmp). */
+  readonly keepTmp?: boolean;
 }
 
 export interface ActionRun {
@@ -58,6 +62,8 @@ export async function runAction(deps: ActionRunnerDeps, request: ActionRunReques
     steps: request.steps ?? {},
     db: {},
     ...(request.timeoutMs !== undefined ? { limits: { timeoutMs: request.timeoutMs } } : {}),
+    ...(request.tmp !== undefined && request.tmp.length > 0 ? { tmp: request.tmp } : {}),
+    ...(request.keepTmp === true ? { keepTmp: true } : {}),
   });
   const wanted = outcome.sends ?? [];
   if (wanted.length === 0) return { outcome, sends: [] };

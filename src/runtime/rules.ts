@@ -28,6 +28,13 @@ export const MAX_SEND_FIELDS = 100;
 export const MAX_EMAIL_SUBJECT_CHARS = 998;
 export const MAX_S3_PREFIX_CHARS = 512;
 
+/** Bytes of file data a run may keep in /tmp; a workflow's steps share them (each step gets the files of the one before). */
+export const TMP_MAX_BYTES = 64 * 1024 * 1024;
+/** Files and directories a workflow step may hand on to the next one in /tmp. */
+export const MAX_TMP_ENTRIES = 10_000;
+/** Longest /tmp path handed on. */
+export const MAX_TMP_PATH_CHARS = 4096;
+
 /** Error codes the isolate may propose for a run it reports; every other code is the platform's. */
 export const ISOLATE_ERROR_CODES = ["USER_ERROR", "CONFIGURATION_ERROR", "LIMIT_EXCEEDED"] as const;
 

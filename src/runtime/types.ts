@@ -125,6 +125,19 @@ export interface TimerEvent {
   interval_seconds: number;
 }
 
+/**
+ * One entry of a run's /tmp as a workflow step hands it on to the next: a file with its bytes, or a
+ * directory (no bytes). Paths are absolute and normalized, under /tmp.
+ */
+export interface TmpEntry {
+  readonly path: string;
+  readonly kind: "file" | "dir";
+  /** A file's contents; empty for a directory. */
+  readonly data: Uint8Array;
+  readonly mtimeMs: number;
+  readonly birthtimeMs: number;
+}
+
 export interface Invocation {
   readonly invocationId: string;
   readonly ownerId: string;
@@ -145,6 +158,10 @@ export interface Invocation {
   readonly limits?: { readonly timeoutMs?: number; readonly memoryMb?: number };
   /** Actions only: previous steps' exports, given to run as { steps }. */
   readonly steps?: Record<string, unknown>;
+  /** Actions in a workflow: what the previous step left in /tmp, there before run() starts (64 MB of files at most). */
+  readonly tmp?: readonly TmpEntry[];
+  /** Actions in a workflow with a later step: answer what the run leaves in /tmp (`outcome.tmp`). */
+  readonly keepTmp?: boolean;
 }
 
 export type HttpResponseBody = string | { base64: string } | null;
@@ -207,6 +224,8 @@ export interface InvocationOutcome {
   exited?: { reason?: string };
   /** Actions: $.send.http/email/s3 calls, in order; like emits, also those made before a failure. */
   sends?: Send[];
+  /** With keepTmp: what the run left in /tmp, when it succeeded and /tmp was not empty. */
+  tmp?: TmpEntry[];
   cpuMs: number;
   wallMs: number;
   /** Whether a warm isolate served this invocation. */

@@ -1,11 +1,12 @@
 // Running a workflow: its steps in order, each in the sandbox as an action with the `$` helper,
-// `steps.<name>` carrying what earlier steps returned and exported. What a run leaves is recorded
-// like a source's run, in one append: its emits (as {raw_event}) and, when a step threw, one
+// `steps.<name>` carrying what earlier steps returned and exported, and /tmp what the step before
+// left there (each step is its own invocation, maybe in another isolate or runner child). What a
+// run leaves is recorded like a source's run, in one append: its emits (as {raw_event}) and, when a step threw, one
 // event on $errors in the seed's shape; its log beside them. Workflow runs travel on their own
 // topic, keyed by workflow id: one workflow's runs in order, workflows side by side.
 import type { Bus, BusConsumer, BusRecord } from "../bus/bus.js";
 import { answerRequest, replyJson, type ReplyChannel } from "../bus/reply.js";
-import type { HttpResponse, InvocationOutcome, LogLine } from "../runtime/types.js";
+import type { HttpResponse, InvocationOutcome, LogLine, TmpEntry } from "../runtime/types.js";
 import type { Projector } from "../projector/projector.js";
 import type { ComponentCache, LoadedComponent } from "../components/componentCache.js";
 import type { EmitterStore } from "../../commands/emitters/emitterStore.js";
@@ -95,6 +96,10 @@ export type StepExecutor = (request: {
   readonly component: LoadedComponent;
   readonly props: Record<string, unknown>;
   readonly steps: Record<string, unknown>;
+  /** What the previous step left in /tmp (the run's /tmp, 64 MB at most). */
+  readonly tmp: readonly TmpEntry[];
+  /** A later step follows: the outcome answers what this step leaves in /tmp. */
+  readonly keepTmp: boolean;
   readonly invocationId: string;
   /** What is left of the run's time: the step gets no more. */
   readonly timeoutMs: number;
@@ -147,6 +152,8 @@ export class WorkflowRunner {
       platform_version: PLATFORM_VERSION,
     };
     const steps: Record<string, unknown> = { trigger: { event: message.event ?? null, context } };
+    // The run's /tmp, handed from step to step as `steps` is; a run starts with it empty.
+    let tmp: readonly TmpEntry[] = [];
     const lines: LogLine[] = [];
     const emits: Emit[] = [];
     const results: StepResult[] = [];
@@ -165,7 +172,17 @@ export class WorkflowRunner {
         const timeoutMs = deadline - this.deps.clock.now();
         outcome =
           timeoutMs > 0
-            ? await this.deps.execute({ workflow, step, component, props, steps, invocationId: message.invocationId, timeoutMs })
+            ? await this.deps.execute({
+                workflow,
+                step,
+                component,
+                props,
+                steps,
+                tmp,
+                keepTmp: index < workflow.steps.length - 1,
+                invocationId: message.invocationId,
+                timeoutMs,
+              })
             : timedOut(this.deps.runTimeoutMs);
       } catch (error) {
         // Props that do not fit once their expressions are evaluated fail the step like a throw would.
@@ -202,6 +219,7 @@ export class WorkflowRunner {
         break;
       }
       steps[step.name] = { $return_value: outcome.returnValue ?? null, ...exports };
+      tmp = outcome.tmp ?? [];
       results.push({
         name: step.name,
         cell_id: step.cellId,

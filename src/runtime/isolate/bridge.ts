@@ -22,6 +22,8 @@ export interface HostBridge {
   sync(op: string, args: unknown): SyncResult;
   /** Fire-and-forget like log: reaches the host after every callback made before it. */
   flushed(): void;
+  /** One entry of /tmp handed on to a workflow's next step (fire-and-forget, like emit): a file's bytes, a directory's none. */
+  tmp(path: string, kind: string, data: Uint8Array, mtimeMs: number, birthtimeMs: number): void;
 }
 
 export const BRIDGE_GLOBALS = {
@@ -34,6 +36,7 @@ export const BRIDGE_GLOBALS = {
   db: "__hw_bridge_db",
   sync: "__hw_bridge_sync",
   flushed: "__hw_bridge_flushed",
+  tmp: "__hw_bridge_tmp",
 } as const;
 
 export function takeBridge(): HostBridge {

@@ -37,7 +37,8 @@ import {
 } from "./primordials.js";
 import { makeSend } from "./send.js";
 import { clearAllTimers } from "./timers.js";
-import { clearTmp } from "./tmpStore.js";
+import { clearTmp, forEachTmpEntry, restoreTmp, type CarriedTmpEntry } from "./tmpStore.js";
+import { host } from "./bridge.js";
 import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_NAME_CHARS, MAX_ERROR_STACK_CHARS, MAX_EXIT_REASON_CHARS } from "../rules.js";
 
 export interface InvokePayload {
@@ -51,6 +52,15 @@ export interface InvokePayload {
   limits: IsolateLimits;
   /** How long after its start the invocation may wait for requests it left pending (below its timeout). */
   settleMs?: number;
+}
+
+/**
+ * A workflow step's /tmp, given by the runner child apart from the JSON payload so that bytes
+ * cross as bytes: what the previous step left (`entries`), and whether this run hands its own on.
+ */
+export interface InvokeTmp {
+  entries: CarriedTmpEntry[];
+  keep: boolean;
 }
 
 export interface ErrorFields {
@@ -378,7 +388,7 @@ function valueJson(value: unknown, what: string, maxBytes: number): { json?: str
   return { json };
 }
 
-async function run(component: AnyRecord | undefined, payloadJson: string, dbJson: string): Promise<string> {
+async function run(component: AnyRecord | undefined, payloadJson: string, dbJson: string, tmp: InvokeTmp | undefined): Promise<string> {
   if (component === undefined) {
     return resultJson(
       { name: "Error", message: "the component is not loaded", stack: undefined, code: "LOAD_ERROR" },
@@ -397,6 +407,7 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
   let exited: { reason: string | undefined } | undefined;
   let returned: unknown;
   try {
+    if (tmp !== undefined && tmp.entries.length > 0) restoreTmp(tmp.entries);
     const instance = buildInstance(component, p, new DbStore(dbJson), isAction);
     if (p.method === "run") {
       if (isAction) {
@@ -438,7 +449,12 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
   if (error === undefined && exited === undefined && typeof p.settleMs === "number") await settleRequests(started + p.settleMs);
   clearAllTimers();
   abandonHttp();
-  clearTmp();
+  try {
+    // A workflow's next step gets this run's files; only a run that succeeded has a next step.
+    if (tmp !== undefined && tmp.keep && error === undefined && exited === undefined) handOnTmp();
+  } finally {
+    clearTmp();
+  }
   let returnJson: string | undefined;
   let exportsJson: string | undefined;
   if (
@@ -459,6 +475,12 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
     if (error !== undefined) returnJson = undefined;
   }
   return resultJson(error, returnJson, exportsJson, exited, state.droppedLogLines);
+}
+
+/** Every entry of /tmp to the runner child, which checks them and answers them with the outcome. */
+function handOnTmp(): void {
+  const bridge = host();
+  forEachTmpEntry((path, entry) => bridge.tmp(path, entry.kind, entry.data, entry.mtimeMs, entry.birthtimeMs));
 }
 
 /** Rounds of "the requests were answered, and what followed made more" before the end is forced. */
@@ -537,9 +559,10 @@ export function invoke(
   payloadJson: string,
   dbJson: string,
   runId: number,
+  tmp?: InvokeTmp,
 ): Promise<string | PlatformFailure> {
   currentRun = currentRunId = undefined;
-  const promise = run(component, payloadJson, dbJson);
+  const promise = run(component, payloadJson, dbJson, tmp);
   pinConstructor(promise, SafePromise);
   const settled = PromiseThen<string, string | PlatformFailure>(promise, undefined, platformFailure);
   pinConstructor(settled, SafePromise);

@@ -16,7 +16,7 @@ import { exportedComponent, isRecord, type AnyRecord } from "./component.js";
 import { sandboxConsole } from "./console.js";
 import { describeComponent } from "./describe.js";
 import { HttpBridgeError, hostRequest, settleHttp } from "./http.js";
-import { awaitRun, errorFields, invoke, loadResultJson, type PlatformFailure } from "./invoke.js";
+import { awaitRun, errorFields, invoke, loadResultJson, type InvokeTmp, type PlatformFailure } from "./invoke.js";
 import { ObjectDefineProperty, objectKeys, StringPrototypeSlice, stringify } from "./primordials.js";
 import * as types from "./modules/types.js";
 import { tmpStore } from "./tmpStore.js";
@@ -278,8 +278,8 @@ function load(withDescribe: boolean): string {
   return loadResultJson(undefined, describeJson as string | undefined);
 }
 
-function invokeEntry(payloadJson: string, dbJson: string, runId: number): Promise<string | PlatformFailure> {
-  return invoke(component, payloadJson, dbJson, runId);
+function invokeEntry(payloadJson: string, dbJson: string, runId: number, tmp: InvokeTmp | undefined): Promise<string | PlatformFailure> {
+  return invoke(component, payloadJson, dbJson, runId, tmp);
 }
 
 /**

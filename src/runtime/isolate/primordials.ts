@@ -28,6 +28,10 @@ const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <A exte
 ) => (self: unknown, ...args: A) => R;
 
 export const StringPrototypeSlice = uncurry(String.prototype.slice);
+export const StringPrototypeLastIndexOf = uncurry(String.prototype.lastIndexOf);
+export const TypedArrayByteLength = uncurry(
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype) as object, "byteLength")!.get!,
+) as (self: Uint8Array) => number;
 export const MapPrototypeGet = uncurry(Map.prototype.get) as <K, V>(self: Map<K, V>, key: K) => V | undefined;
 export const MapPrototypeSet = uncurry(Map.prototype.set) as <K, V>(self: Map<K, V>, key: K, value: V) => Map<K, V>;
 export const MapPrototypeDelete = uncurry(Map.prototype.delete) as <K, V>(self: Map<K, V>, key: K) => boolean;

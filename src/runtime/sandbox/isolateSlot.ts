@@ -18,13 +18,15 @@ import {
   MAX_RESPONSE_HEADERS,
   MAX_SEND_BYTES,
   MAX_SENDS_PER_RUN,
+  MAX_TMP_ENTRIES,
   normalizeSend,
+  TMP_MAX_BYTES,
 } from "../rules.js";
-import type { HttpResponse, InvocationError, LogLine } from "../types.js";
+import type { HttpResponse, InvocationError, LogLine, TmpEntry } from "../types.js";
 import { hostOperation } from "./hostOperations.js";
 import { IsolateCallGate, type IsolatePass } from "./isolateGate.js";
 import { readLoadResult, type IsolateLoadResult } from "./isolateResults.js";
-import type { WorkerEmit } from "./protocol.js";
+import { isCarriedTmpPath, type WorkerEmit } from "./protocol.js";
 import { TrustedDb, type DbRefusal } from "./trustedDb.js";
 
 export interface SlotEnv {
@@ -50,6 +52,10 @@ export class InvocationRecord {
    */
   rejection: InvocationError | undefined;
   timedOut = false;
+  /** A workflow step with a later step: the /tmp entries the isolate handed on at the run's end. */
+  readonly tmp: TmpEntry[] = [];
+  tmpBytes = 0;
+  readonly tmpPaths = new Set<string>();
   readonly db: TrustedDb;
   constructor(
     readonly id: number,
@@ -58,6 +64,8 @@ export class InvocationRecord {
     maxDbBytes: number,
     readonly onLog: (line: LogLine) => void,
     readonly onRespond: (response: HttpResponse) => void,
+    /** The run was asked to hand its /tmp on (the host's keepTmp). */
+    readonly keepTmp = false,
   ) {
     this.db = new TrustedDb(dbJson, maxDbBytes);
   }
@@ -257,7 +265,7 @@ const ownerOfKey = (key: string): string => key.slice(0, Math.max(0, key.indexOf
 export class IsolateSlot {
   readonly shared: SharedIsolate;
   context: ivm.Context | undefined;
-  private invokeRef: ivm.Reference<(payload: string, db: string, runId: number) => Promise<unknown>> | undefined;
+  private invokeRef: ivm.Reference<(payload: string, db: string, runId: number, tmp: unknown) => Promise<unknown>> | undefined;
   private awaitRunRef: ivm.Reference<(runId: number) => Promise<unknown> | undefined> | undefined;
   private dispatchRef: ivm.Reference<(kind: string, id: number, payload: unknown) => string | undefined> | undefined;
   private flushRef: ivm.Reference<() => void> | undefined;
@@ -367,12 +375,20 @@ export class IsolateSlot {
     );
     g.setSync("__hw_bridge_sync", new ivm.Callback((op: unknown, args: unknown) => hostOperation(op, args), { sync: true }));
     g.setSync("__hw_bridge_flushed", new ivm.Callback(() => this.flushes.shift()?.resolve(), { ignored: true }));
+    g.setSync(
+      "__hw_bridge_tmp",
+      new ivm.Callback(
+        (path: unknown, kind: unknown, data: unknown, mtimeMs: unknown, birthtimeMs: unknown) =>
+          this.onTmp(path, kind, data, mtimeMs, birthtimeMs),
+        { ignored: true },
+      ),
+    );
     const prelude = (this.shared.compiled.prelude ??= this.compilePrelude());
     prelude.runSync(context);
     const entry = g.getSync("__hw_entry", { reference: true }) as ivm.Reference<Record<string, unknown>>;
     this.loadRef = entry.getSync("load", { reference: true }) as ivm.Reference<(describe: boolean) => string>;
     this.invokeRef = entry.getSync("invoke", { reference: true }) as ivm.Reference<
-      (payload: string, db: string, runId: number) => Promise<unknown>
+      (payload: string, db: string, runId: number, tmp: unknown) => Promise<unknown>
     >;
     this.awaitRunRef = entry.getSync("awaitRun", { reference: true }) as ivm.Reference<(runId: number) => Promise<unknown> | undefined>;
     this.dispatchRef = entry.getSync("dispatch", { reference: true }) as ivm.Reference<
@@ -435,15 +451,18 @@ export class IsolateSlot {
    * the pool, where nothing waits on it. The callbacks it made (emits, logs, the response)
    * arrive after the answer of a call made on this thread, so the answer waits for a flush that
    * arrives behind them.
+   *
+   * `tmp`: a workflow step's /tmp (the previous step's files, whether to hand this run's on);
+   * copied into the isolate as bytes.
    */
-  async invoke(payload: string, db: string, syncSliceMs?: number): Promise<unknown> {
+  async invoke(payload: string, db: string, syncSliceMs?: number, tmp?: { entries: TmpEntry[]; keep: boolean }): Promise<unknown> {
     const ref = this.invokeRef;
     const runId = this.current?.id;
     if (!ref || runId === undefined) throw new Error("slot not initialised");
     if (syncSliceMs !== undefined && this.shared.quietBut(this)) {
       let answer: Promise<unknown> | undefined;
       try {
-        answer = ref.applySync(undefined, [payload, db, runId], {
+        answer = ref.applySync(undefined, [payload, db, runId, tmp], {
           arguments: { copy: true },
           result: { promise: true, copy: true },
           timeout: syncSliceMs,
@@ -459,7 +478,9 @@ export class IsolateSlot {
     }
     return this.runEnd(
       runId,
-      this.onPool(() => ref.apply(undefined, [payload, db, runId], { arguments: { copy: true }, result: { promise: true, copy: true } })),
+      this.onPool(() =>
+        ref.apply(undefined, [payload, db, runId, tmp], { arguments: { copy: true }, result: { promise: true, copy: true } }),
+      ),
     );
   }
 
@@ -688,6 +709,35 @@ export class IsolateSlot {
       return;
     }
     rec.sends.push(JSON.stringify(checked.value));
+  }
+
+  /** One /tmp entry the isolate hands on at the end of a workflow step; the store's bound is enforced again here. */
+  private onTmp(path: unknown, kind: unknown, data: unknown, mtimeMs: unknown, birthtimeMs: unknown): void {
+    const rec = this.current;
+    if (!rec || rec.violation) return;
+    const corrupted = (what: string) =>
+      rec.violate("SANDBOX_CORRUPTED", `/tmp: ${what}; built-ins may have been replaced by the component`);
+    if (!rec.keepTmp) return corrupted("files were handed on by a run that was not asked for them");
+    if (
+      typeof path !== "string" ||
+      !isCarriedTmpPath(path) ||
+      (kind !== "file" && kind !== "dir") ||
+      !(data instanceof Uint8Array) ||
+      (kind === "dir" && data.byteLength > 0) ||
+      typeof mtimeMs !== "number" ||
+      typeof birthtimeMs !== "number" ||
+      !Number.isFinite(mtimeMs) ||
+      !Number.isFinite(birthtimeMs)
+    )
+      return corrupted("an entry arrived malformed");
+    if (rec.tmpPaths.has(path)) return corrupted(`${path} was handed on twice`);
+    if (rec.tmp.length >= MAX_TMP_ENTRIES)
+      return rec.violate("LIMIT_EXCEEDED", `/tmp: more than ${MAX_TMP_ENTRIES} files and directories to hand on to the next step`);
+    if (rec.tmpBytes + data.byteLength > TMP_MAX_BYTES)
+      return rec.violate("LIMIT_EXCEEDED", `/tmp: more than ${TMP_MAX_BYTES} bytes of files to hand on to the next step`);
+    rec.tmpPaths.add(path);
+    rec.tmpBytes += data.byteLength;
+    rec.tmp.push({ path, kind, data, mtimeMs, birthtimeMs });
   }
 
   private onDbSet(key: unknown, json: unknown): DbRefusal | null {

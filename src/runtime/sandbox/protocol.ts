@@ -4,8 +4,8 @@
 // or as primitive fields. Each side checks the shape of every message it receives with the
 // readers below before using it; the host also re-checks sizes and depth of the user's data.
 import type { SandboxLimits } from "../config.js";
-import { MAX_SENDS_PER_RUN } from "../rules.js";
-import type { EmitMeta, InvocationError, InvocationMethod, LogLine } from "../types.js";
+import { MAX_SENDS_PER_RUN, MAX_TMP_ENTRIES, MAX_TMP_PATH_CHARS, TMP_MAX_BYTES } from "../rules.js";
+import type { EmitMeta, InvocationError, InvocationMethod, LogLine, TmpEntry } from "../types.js";
 
 export interface WorkerInit {
   type: "init";
@@ -32,6 +32,19 @@ export interface InvokeRequest {
   db: string;
   timeoutMs: number;
   memoryMb: number;
+  /** A workflow step: the /tmp the previous step left. */
+  tmp?: WorkerTmpEntry[];
+  /** A workflow step with a later step: answer the run's /tmp in the outcome. */
+  keepTmp?: boolean;
+}
+
+/** A /tmp entry as it crosses the IPC channel (JSON): the bytes as base64, "" for a directory. */
+export interface WorkerTmpEntry {
+  path: string;
+  kind: "file" | "dir";
+  data: string;
+  mtimeMs: number;
+  birthtimeMs: number;
 }
 
 /** Runs of one source in order, answered with one batch-result: one IPC round trip for the batch. */
@@ -93,6 +106,8 @@ export interface WorkerOutcome {
   exited?: { reason?: string };
   /** Actions: the accepted $.send.* destinations, each as JSON text. */
   sends?: string[];
+  /** With keepTmp, a run that succeeded: what it left in /tmp. */
+  tmp?: WorkerTmpEntry[];
   droppedLogLines: number;
   cpuMs: number;
   wallMs: number;
@@ -260,6 +275,11 @@ export function readHostMessage(raw: unknown): HostToWorker {
         memoryMb: raw["memoryMb"],
       };
       if (raw["bundle"] !== undefined) msg.bundle = str(raw, "bundle", id);
+      if (raw["tmp"] !== undefined) msg.tmp = readTmp(raw["tmp"], id);
+      if (raw["keepTmp"] !== undefined) {
+        if (typeof raw["keepTmp"] !== "boolean") throw new ProtocolError("keepTmp must be a boolean", id);
+        msg.keepTmp = raw["keepTmp"];
+      }
       return msg;
     }
     case "invoke-batch": {
@@ -402,6 +422,10 @@ function readOutcome(v: unknown, id: number, limits: SandboxLimits): WorkerOutco
       throw new ProtocolError(`sends must be at most ${MAX_SENDS_PER_RUN} strings of JSON text`, id);
     out.sends = sends;
   }
+  if (v["tmp"] !== undefined) {
+    if (!out.ok) throw new ProtocolError("only a run that succeeded hands its /tmp on", id);
+    out.tmp = readTmp(v["tmp"], id);
+  }
   if (v["exited"] !== undefined) {
     const x = v["exited"];
     if (!isRec(x) || (x["reason"] !== undefined && typeof x["reason"] !== "string"))
@@ -409,4 +433,109 @@ function readOutcome(v: unknown, id: number, limits: SandboxLimits): WorkerOutco
     out.exited = x["reason"] === undefined ? {} : { reason: str(x, "reason", id, MAX_ERROR_FIELD) };
   }
   return out;
+}
+
+/** An absolute, normalized path under /tmp (not /tmp itself), as the sandbox's store keeps them. */
+export function isCarriedTmpPath(path: string): boolean {
+  if (path.length > MAX_TMP_PATH_CHARS || !path.startsWith("/tmp/") || path.includes("\0")) return false;
+  return path
+    .slice("/tmp/".length)
+    .split("/")
+    .every((part) => part !== "" && part !== "." && part !== "..");
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Bytes a base64 text decodes to. */
+function base64Bytes(text: string): number {
+  const padding = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
+  return (text.length / 4) * 3 - padding;
+}
+
+/**
+ * Checks a /tmp as it crosses (either way): at most MAX_TMP_ENTRIES entries, paths under /tmp
+ * once each, base64 bytes (none for a directory), and TMP_MAX_BYTES of files in all.
+ */
+export function readTmp(v: unknown, id: number | undefined): WorkerTmpEntry[] {
+  if (!Array.isArray(v) || v.length > MAX_TMP_ENTRIES)
+    throw new ProtocolError(`/tmp must be an array of at most ${MAX_TMP_ENTRIES} entries`, id);
+  const paths = new Set<string>();
+  const out: WorkerTmpEntry[] = [];
+  let bytes = 0;
+  for (const e of v) {
+    if (
+      !isRec(e) ||
+      typeof e["path"] !== "string" ||
+      !isCarriedTmpPath(e["path"]) ||
+      paths.has(e["path"]) ||
+      (e["kind"] !== "file" && e["kind"] !== "dir") ||
+      typeof e["data"] !== "string" ||
+      e["data"].length % 4 !== 0 ||
+      (e["kind"] === "dir" && e["data"] !== "") ||
+      typeof e["mtimeMs"] !== "number" ||
+      !Number.isFinite(e["mtimeMs"]) ||
+      typeof e["birthtimeMs"] !== "number" ||
+      !Number.isFinite(e["birthtimeMs"])
+    )
+      throw new ProtocolError("a /tmp entry must be { path under /tmp (once), kind file|dir, data (base64), mtimeMs, birthtimeMs }", id);
+    bytes += base64Bytes(e["data"]);
+    if (bytes > TMP_MAX_BYTES) throw new ProtocolError(`/tmp holds more than ${TMP_MAX_BYTES} bytes of files`, id);
+    if (!BASE64.test(e["data"])) throw new ProtocolError("a /tmp file's data is not base64", id);
+    paths.add(e["path"]);
+    out.push({ path: e["path"], kind: e["kind"], data: e["data"], mtimeMs: e["mtimeMs"], birthtimeMs: e["birthtimeMs"] });
+  }
+  return out;
+}
+
+/** What is wrong with a /tmp given to an invocation (the same rules as readTmp), or undefined. */
+export function tmpProblem(entries: unknown): string | undefined {
+  if (!Array.isArray(entries) || entries.length > MAX_TMP_ENTRIES) return `tmp must be an array of at most ${MAX_TMP_ENTRIES} entries`;
+  const paths = new Set<string>();
+  let bytes = 0;
+  for (const e of entries as unknown[]) {
+    if (
+      !isRec(e) ||
+      typeof e["path"] !== "string" ||
+      !isCarriedTmpPath(e["path"]) ||
+      paths.has(e["path"]) ||
+      (e["kind"] !== "file" && e["kind"] !== "dir") ||
+      !(e["data"] instanceof Uint8Array) ||
+      (e["kind"] === "dir" && e["data"].byteLength > 0) ||
+      typeof e["mtimeMs"] !== "number" ||
+      !Number.isFinite(e["mtimeMs"]) ||
+      typeof e["birthtimeMs"] !== "number" ||
+      !Number.isFinite(e["birthtimeMs"])
+    )
+      return "each tmp entry must be { path under /tmp (once), kind file|dir, data (bytes; none for a dir), mtimeMs, birthtimeMs }";
+    paths.add(e["path"]);
+    bytes += e["data"].byteLength;
+    if (bytes > TMP_MAX_BYTES) return `tmp holds more than ${TMP_MAX_BYTES} bytes of files`;
+  }
+  return undefined;
+}
+
+/** /tmp entries for the IPC channel: the bytes as base64 (only the view's own bytes). */
+export function tmpToWire(entries: readonly TmpEntry[]): WorkerTmpEntry[] {
+  return entries.map((e) => ({
+    path: e.path,
+    kind: e.kind,
+    data: e.kind === "dir" ? "" : Buffer.from(e.data.buffer, e.data.byteOffset, e.data.byteLength).toString("base64"),
+    mtimeMs: e.mtimeMs,
+    birthtimeMs: e.birthtimeMs,
+  }));
+}
+
+/**
+ * /tmp entries from the IPC channel (checked by readTmp). Each file gets an ArrayBuffer of its own:
+ * a small Buffer is a view into a shared pool, and copying a view into an isolate copies its
+ * whole buffer.
+ */
+export function tmpFromWire(entries: readonly WorkerTmpEntry[]): TmpEntry[] {
+  return entries.map((e) => ({
+    path: e.path,
+    kind: e.kind,
+    data: new Uint8Array(Buffer.from(e.data, "base64")),
+    mtimeMs: e.mtimeMs,
+    birthtimeMs: e.birthtimeMs,
+  }));
 }

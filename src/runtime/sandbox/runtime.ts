@@ -33,6 +33,9 @@ import {
   MAX_BATCH_ITEMS,
   ProtocolError,
   readWorkerMessage,
+  tmpFromWire,
+  tmpProblem,
+  tmpToWire,
   type DescribeResult,
   type BatchItemResult,
   type HostToWorker,
@@ -529,7 +532,7 @@ export class Runtime {
     outcome: WorkerOutcome,
     emits: Emit[],
     sends: Send[],
-  ): Pick<InvocationOutcome, "db" | "returnValue" | "exports"> {
+  ): Pick<InvocationOutcome, "db" | "returnValue" | "exports" | "tmp"> {
     const { maxEmitBytes, maxDbBytes } = this.limits;
     const id = pending.msg.id;
     const bounded = (text: string, what: string, maxBytes: number): unknown => {
@@ -554,7 +557,11 @@ export class Runtime {
       if (!checked.ok) throw new ProtocolError(`a send: ${checked.message}`, id);
       sends.push(checked.value);
     }
-    const out: Pick<InvocationOutcome, "db" | "returnValue" | "exports"> = { db: pending.inv.db ?? {} };
+    const out: Pick<InvocationOutcome, "db" | "returnValue" | "exports" | "tmp"> = { db: pending.inv.db ?? {} };
+    if (outcome.tmp !== undefined) {
+      if (pending.msg.keepTmp !== true) throw new ProtocolError("/tmp was handed on by a run that was not asked for it", id);
+      out.tmp = tmpFromWire(outcome.tmp);
+    }
     if (outcome.db !== undefined) {
       // Escaping can take 6 characters per byte; the input snapshot may already be over the limit.
       const maxLength = 6 * Math.max(maxDbBytes, pending.msg.db.length) + 65_536;
@@ -589,7 +596,7 @@ export class Runtime {
     if (outcome) this.starts[outcome.warm ? "warm" : "cold"]++;
     const emits: Emit[] = [];
     const sends: Send[] = [];
-    let data: Pick<InvocationOutcome, "db" | "returnValue" | "exports"> = { db: pending.inv.db ?? {} };
+    let data: Pick<InvocationOutcome, "db" | "returnValue" | "exports" | "tmp"> = { db: pending.inv.db ?? {} };
     let protocolError: InvocationError | undefined;
     if (outcome) {
       try {
@@ -630,6 +637,7 @@ export class Runtime {
     if (result.ok && data.returnValue !== undefined) result.returnValue = data.returnValue;
     if (result.ok && data.exports) result.exports = data.exports;
     if (result.ok && outcome?.exited) result.exited = outcome.exited;
+    if (result.ok && data.tmp && data.tmp.length > 0) result.tmp = data.tmp;
     pending.resolve(result);
   }
 
@@ -771,6 +779,9 @@ export class Runtime {
         )
       )
         throw new InvalidInvocationError(`a batch is at most ${MAX_BATCH_ITEMS} runs of one source, bundle, method and limits`);
+      // A workflow's steps are invoked one by one; a batch is a source's runs, which start with an empty /tmp.
+      if (invs.length > 1 && invs.some((inv) => inv.tmp !== undefined || inv.keepTmp !== undefined))
+        throw new InvalidInvocationError("a batch carries no /tmp");
     } catch (err) {
       return Promise.reject(err);
     }
@@ -909,6 +920,8 @@ export class Runtime {
       db,
       timeoutMs,
       memoryMb,
+      ...(inv.tmp !== undefined && inv.tmp.length > 0 ? { tmp: tmpToWire(inv.tmp) } : {}),
+      ...(inv.keepTmp === true ? { keepTmp: true } : {}),
     };
     return new Promise<InvocationOutcome>((resolve) => {
       const pending: PendingInvoke = {
@@ -1014,5 +1027,10 @@ function validateInvocation(inv: Invocation): void {
   if (inv.limits?.memoryMb !== undefined && !(Number.isInteger(inv.limits.memoryMb) && inv.limits.memoryMb >= 8))
     problems.push("limits.memoryMb must be an integer >= 8");
   if (inv.db !== undefined && !isRec(inv.db)) problems.push("db must be an object");
+  if (inv.tmp !== undefined) {
+    const problem = tmpProblem(inv.tmp);
+    if (problem) problems.push(problem);
+  }
+  if (inv.keepTmp !== undefined && typeof inv.keepTmp !== "boolean") problems.push("keepTmp must be a boolean");
   if (problems.length) throw new InvalidInvocationError(`invalid invocation: ${problems.join("; ")}`);
 }

@@ -3,13 +3,15 @@
 // (one of them running at a time), bounds on the contexts (LRU) and on the isolates, and the
 // per-invocation timeout and memory limit.
 // Trusted code: it reads the isolate's proposals (isolateResults.ts) and decides the outcome.
-import type { HttpResponse, InvocationError, LogLine } from "../types.js";
+import type { HttpResponse, InvocationError, LogLine, TmpEntry } from "../types.js";
 import { IsolateResultError, readRunResult } from "./isolateResults.js";
 import { IsolateSlot, InvocationRecord, sandboxFailedMessage, SharedIsolate, SyncSliceExceeded, type SlotEnv } from "./isolateSlot.js";
 import { messagesOf, TurnBatchedSender } from "./turnBatch.js";
 import {
   ProtocolError,
   readHostMessage,
+  tmpFromWire,
+  tmpToWire,
   type BatchItemResult,
   type DescribeRequest,
   type InvokeBatchRequest,
@@ -225,8 +227,11 @@ interface RunSink {
 /** What one run needs (an invoke message, or one item of a batch with the db the previous item left). */
 type RunInput = Pick<
   InvokeRequest,
-  "id" | "ownerId" | "sourceId" | "bundleKey" | "bundle" | "method" | "payload" | "db" | "timeoutMs" | "memoryMb"
+  "id" | "ownerId" | "sourceId" | "bundleKey" | "bundle" | "method" | "payload" | "db" | "timeoutMs" | "memoryMb" | "tmp" | "keepTmp"
 >;
+
+/** A workflow step's /tmp as the isolate takes it: bytes, not base64. */
+type RunTmp = { entries: TmpEntry[]; keep: boolean } | undefined;
 
 async function runInvocation(msg: InvokeRequest): Promise<void> {
   const sink: RunSink = {
@@ -278,14 +283,16 @@ const MAX_POOL_ONLY = 10_000;
 async function execute(msg: RunInput, sink: RunSink): Promise<WorkerOutcome | "need-bundle"> {
   const started = process.hrtime.bigint();
   const slotKey = `${msg.ownerId}\u0000${msg.sourceId}`;
+  const tmp: RunTmp =
+    msg.tmp !== undefined || msg.keepTmp === true ? { entries: tmpFromWire(msg.tmp ?? []), keep: msg.keepTmp === true } : undefined;
   if (!poolOnly.has(slotKey)) {
-    const outcome = await executeOnce(msg, sink, slotKey, started, true);
+    const outcome = await executeOnce(msg, sink, slotKey, started, true, tmp);
     if (outcome !== "again") return outcome;
     // It computed too long to hold this thread: run it again, from its start, where nothing waits on it.
     if (poolOnly.size >= MAX_POOL_ONLY) poolOnly.delete(poolOnly.values().next().value as string);
     poolOnly.add(slotKey);
   }
-  const outcome = await executeOnce(msg, sink, slotKey, started, false);
+  const outcome = await executeOnce(msg, sink, slotKey, started, false, tmp);
   if (outcome === "again") throw new Error("a run on the pool was sent back to be run again");
   return outcome;
 }
@@ -302,6 +309,7 @@ async function executeOnce(
   slotKey: string,
   started: bigint,
   enterHere: boolean,
+  tmp: RunTmp,
 ): Promise<WorkerOutcome | "need-bundle" | "again"> {
   if (!env) throw new Error("runner not initialised");
   const leftMs = (): number => msg.timeoutMs - Number(process.hrtime.bigint() - started) / 1e6;
@@ -312,6 +320,7 @@ async function executeOnce(
     env.limits.maxDbBytes,
     (line) => sink.log(line),
     (response) => sink.respond(response),
+    tmp?.keep === true,
   );
   let slot = slots.get(slotKey);
   // Another source of the owner runs in this context's isolate: a warm run is worth a moment's wait.
@@ -373,7 +382,7 @@ async function executeOnce(
       cpuStart = active.cpuTimeNs();
     }
     const left = leftMs();
-    const proposed = await active.invoke(msg.payload, msg.db, enterHere && left > SYNC_SLICE_MS ? SYNC_SLICE_MS : undefined);
+    const proposed = await active.invoke(msg.payload, msg.db, enterHere && left > SYNC_SLICE_MS ? SYNC_SLICE_MS : undefined, tmp);
     await active.settleDispatches();
     const r = readRunResult(proposed, env.limits);
     outcome.ok = r.ok;
@@ -431,6 +440,8 @@ async function executeOnce(
     // Emits, sends and db writes accepted before the run ended are kept, also when it failed.
     outcome.emits = rec.emits;
     if (rec.sends.length > 0) outcome.sends = rec.sends;
+    // Only a step that succeeded has a next step to hand its /tmp on to.
+    if (outcome.ok && rec.tmp.length > 0) outcome.tmp = tmpToWire(rec.tmp);
     if (rec.db.changed) {
       outcome.dbChanged = true;
       outcome.db = rec.db.snapshot();

@@ -3,7 +3,7 @@
 // the globals, so user code never holds a host function. Everything passed is a primitive or
 // JSON text: the runner child re-checks it, the isolate's checks only make errors clear.
 
-export type SyncResult = { ok: true; value: unknown } | { ok: false; error: string; name?: string };
+export type SyncResult = { ok: true; value: unknown } | { ok: false; error: string; name?: string; code?: string };
 
 export interface HostBridge {
   /** Fire-and-forget (ignored callbacks keep their order ahead of the invocation result). */
@@ -18,7 +18,7 @@ export interface HostBridge {
   timer(op: "set" | "clear", id: number, ms: number): void;
   /** Synchronous: store (JSON text) or delete (undefined) a this.db key; null when accepted. */
   db(key: string, json: string | undefined): { name: string; message: string } | null;
-  /** Synchronous host operations: hashes, HMAC, random bytes, URL parsing. */
+  /** Synchronous host operations: hashes, HMAC, random bytes, asymmetric keys and signatures, URL parsing. */
   sync(op: string, args: unknown): SyncResult;
   /** Fire-and-forget like log: reaches the host after every callback made before it. */
   flushed(): void;
@@ -65,7 +65,14 @@ export function host(): HostBridge {
 export function hostSync<T>(op: string, args: unknown): T {
   const result = host().sync(op, args);
   if (!result.ok) {
-    const err = result.name === "TypeError" ? new TypeError(result.error) : new Error(result.error);
+    const err =
+      result.name === "TypeError"
+        ? new TypeError(result.error)
+        : result.name === "RangeError"
+          ? new RangeError(result.error)
+          : new Error(result.error);
+    // Node's error code (ERR_OSSL_..., ERR_INVALID_ARG_TYPE) when the host's error had one.
+    if (typeof result.code === "string") Object.assign(err, { code: result.code });
     throw err;
   }
   return result.value as T;

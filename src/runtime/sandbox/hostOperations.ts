@@ -1,8 +1,10 @@
-// Synchronous operations the isolate may ask of its runner process: URL parsing and hashing.
-// Every argument comes from untrusted code, so each is checked before use.
+// Synchronous operations the isolate may ask of its runner process: URL parsing, hashing, and
+// asymmetric keys and signatures (hostKeys.ts). Every argument comes from untrusted code, so each
+// is checked before use.
 import crypto from "node:crypto";
+import { keyOperation } from "./hostKeys.js";
 
-export type SyncReply = { ok: true; value: unknown } | { ok: false; error: string; name?: string };
+export type SyncReply = { ok: true; value: unknown } | { ok: false; error: string; name?: string; code?: string };
 
 const HASHES = new Set(crypto.getHashes().map((h) => h.toLowerCase()));
 const MAX_DIGEST_INPUT = 64 * 1024 * 1024;
@@ -82,11 +84,17 @@ export function hostOperation(op: unknown, args: unknown): SyncReply {
       }
       case "crypto.hashes":
         return { ok: true, value: [...HASHES] };
-      default:
+      default: {
+        const done = typeof op === "string" ? keyOperation(op, a) : undefined;
+        if (done !== undefined) return { ok: true, value: done.value };
         return { ok: false, error: `unknown host operation ${String(op)}` };
+      }
     }
   } catch (err) {
-    const e = err as Error;
-    return { ok: false, error: e.message, name: e.name };
+    // Only the message, the class name and Node's error code cross: never the host's error object.
+    const e = err as Error & { code?: unknown };
+    const code = typeof e.code === "string" && /^ERR_[A-Z0-9_]{1,80}$/.test(e.code) ? e.code : undefined;
+    const name = e.name === "TypeError" || e.name === "RangeError" ? e.name : "Error";
+    return { ok: false, error: String(e.message).slice(0, 1000), name, ...(code === undefined ? {} : { code }) };
   }
 }

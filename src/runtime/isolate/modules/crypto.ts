@@ -1,7 +1,9 @@
-// The crypto subset: hashes, HMAC, random bytes, randomUUID, timingSafeEqual, and secret
-// KeyObjects (createSecretKey; createHmac takes one, as jsonwebtoken 9 and jwa pass it). Digests
-// run on the host (node:crypto) through one synchronous bridge call per digest. Asymmetric keys
-// (createPrivateKey, createPublicKey) and signatures are not available.
+// The crypto subset: hashes, HMAC, random bytes, randomUUID, timingSafeEqual, secret KeyObjects
+// (createSecretKey; createHmac takes one, as jsonwebtoken 9 and jwa pass it), asymmetric keys
+// (createPrivateKey, createPublicKey) and signatures (createSign, createVerify, sign, verify).
+// Digests and signatures run on the host (node:crypto) through one synchronous bridge call each,
+// bounded there (sandbox/hostKeys.ts); an asymmetric key is held here as its DER, out of reach of
+// the KeyObject's user. Ciphers, key derivation and key generation are not available.
 import { Buffer } from "buffer";
 import { hostSync } from "../bridge.js";
 import { concatBytes } from "../textCodec.js";
@@ -78,41 +80,78 @@ class SecretKeyHandle {
   constructor(readonly bytes: Uint8Array) {}
 }
 
-/** Node's KeyObject; only secret (symmetric) keys exist in the sandbox. */
+/** An asymmetric key as the host described it; the DER (PKCS#8 or SPKI) goes back to the host for each use. */
+type HeldKey = Readonly<{
+  type: "private" | "public";
+  asymmetricKeyType: string;
+  details: Readonly<Record<string, string | number>>;
+  der: Uint8Array;
+}>;
+// Each asymmetric KeyObject's key, out of reach of the object as the secret bytes are.
+const heldKeys = new WeakMap<KeyObject, HeldKey>();
+class AsymmetricKeyHandle {
+  constructor(readonly key: HeldKey) {}
+}
+
+/** What crosses to the host for a held key: its type and DER only. */
+const keyRef = (key: HeldKey) => ({ type: key.type, der: key.der });
+
+function keyFromHost(value: unknown): KeyObject {
+  const v = value as HeldKey;
+  const details: Record<string, string | number> = {};
+  for (const [name, detail] of Object.entries(v.details)) details[name] = detail;
+  const held: HeldKey = Object.freeze({
+    type: v.type,
+    asymmetricKeyType: String(v.asymmetricKeyType),
+    details: Object.freeze(details),
+    der: Uint8Array.from(v.der),
+  });
+  return held.type === "private" ? new PrivateKeyObject(new AsymmetricKeyHandle(held)) : new PublicKeyObject(new AsymmetricKeyHandle(held));
+}
+
+type KeyType = "secret" | "public" | "private";
+
+/** Node's KeyObject: secret (symmetric) keys kept in the isolate, public and private keys used on the host. */
 export class KeyObject {
-  readonly #type: "secret";
+  readonly #type: KeyType;
   constructor(type: string, handle: unknown) {
-    if (type !== "secret")
+    if (type !== "secret" && type !== "public" && type !== "private")
       throw nodeError(new TypeError(`The argument 'type' is invalid. Received '${String(type)}'`), "ERR_INVALID_ARG_VALUE");
-    if (!(handle instanceof SecretKeyHandle))
+    if (type === "secret" ? !(handle instanceof SecretKeyHandle) : !(handle instanceof AsymmetricKeyHandle) || handle.key.type !== type)
       throw nodeError(new TypeError(`The "handle" argument must be of type object.${describeReceived(handle)}`), "ERR_INVALID_ARG_TYPE");
     this.#type = type;
-    secretBytes.set(this, handle.bytes);
+    if (handle instanceof SecretKeyHandle) secretBytes.set(this, handle.bytes);
+    else heldKeys.set(this, (handle as AsymmetricKeyHandle).key);
   }
   static from(key: unknown): KeyObject {
     // There is no CryptoKey (no crypto.subtle) in the sandbox to convert.
     throw nodeError(new TypeError(`The "key" argument must be an instance of CryptoKey.${describeReceived(key)}`), "ERR_INVALID_ARG_TYPE");
   }
-  get type(): "secret" {
+  get type(): KeyType {
     return this.#type;
   }
   get symmetricKeySize(): number | undefined {
     return secretBytes.get(this)?.byteLength;
   }
-  get asymmetricKeyType(): undefined {
-    return undefined;
+  get asymmetricKeyType(): string | undefined {
+    return heldKeys.get(this)?.asymmetricKeyType;
   }
-  get asymmetricKeyDetails(): undefined {
-    return undefined;
+  /** A fresh object each time, as Node's: changing it changes nothing. publicExponent is a bigint. */
+  get asymmetricKeyDetails(): Record<string, string | number | bigint> | undefined {
+    const held = heldKeys.get(this);
+    if (held === undefined) return undefined;
+    const out: Record<string, string | number | bigint> = {};
+    for (const [name, value] of Object.entries(held.details)) out[name] = name === "publicExponent" ? BigInt(value) : value;
+    return out;
   }
-  export(options?: { format?: string }): Buffer | { kty: "oct"; k: string } {
+  export(options?: { format?: string; type?: string; cipher?: string; passphrase?: string | Uint8Array }): unknown {
     if (options !== undefined && (options === null || typeof options !== "object"))
       throw nodeError(new TypeError(`The "options" argument must be of type object.${describeReceived(options)}`), "ERR_INVALID_ARG_TYPE");
+    const held = heldKeys.get(this);
+    if (held !== undefined) return exportHeldKey(held, options);
     const bytes = secretKeyBytes(this);
     const format = options?.format;
-    // base64url by hand: the sandbox's Buffer knows only base64.
-    if (format === "jwk")
-      return { kty: "oct", k: Buffer.from(bytes).toString("base64").replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_") };
+    if (format === "jwk") return { kty: "oct", k: base64url(bytes) };
     if (format !== undefined && format !== "buffer")
       throw nodeError(
         new TypeError(`The property 'options.format' must be one of: undefined, 'buffer', 'jwk'. Received '${String(format)}'`),
@@ -126,13 +165,65 @@ export class KeyObject {
         new TypeError(`The "otherKeyObject" argument must be an instance of KeyObject.${describeReceived(otherKeyObject)}`),
         "ERR_INVALID_ARG_TYPE",
       );
+    if (otherKeyObject.type !== this.type) return false;
+    const mine = heldKeys.get(this);
+    const theirs = heldKeys.get(otherKeyObject);
+    if (mine !== undefined && theirs !== undefined) return hostSync<boolean>("crypto.keyEquals", { a: keyRef(mine), b: keyRef(theirs) });
     const a = secretKeyBytes(this);
     const b = secretKeyBytes(otherKeyObject);
-    return otherKeyObject.type === this.type && a.byteLength === b.byteLength && timingSafeEqual(a, b);
+    return a.byteLength === b.byteLength && timingSafeEqual(a, b);
   }
   get [Symbol.toStringTag](): string {
     return "KeyObject";
   }
+}
+
+// Node's own subclasses (not exported by Node either): their names show in Node's error messages.
+class SecretKeyObject extends KeyObject {
+  constructor(handle: unknown) {
+    super("secret", handle);
+  }
+}
+class PublicKeyObject extends KeyObject {
+  constructor(handle: unknown) {
+    super("public", handle);
+  }
+}
+class PrivateKeyObject extends KeyObject {
+  constructor(handle: unknown) {
+    super("private", handle);
+  }
+}
+
+// base64url by hand: the sandbox's Buffer knows only base64.
+const base64url = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64").replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+
+function exportHeldKey(
+  held: HeldKey,
+  options: { format?: unknown; type?: unknown; cipher?: unknown; passphrase?: unknown } | undefined,
+): unknown {
+  if (options === undefined)
+    throw nodeError(new TypeError(`The "options" argument must be of type object. Received undefined`), "ERR_INVALID_ARG_TYPE");
+  const text = (name: string, v: unknown) => {
+    if (v === undefined || typeof v === "string") return v;
+    throw nodeError(new TypeError(`The property 'options.${name}' is invalid.${describeReceived(v)}`), "ERR_INVALID_ARG_VALUE");
+  };
+  const passphrase = options.passphrase;
+  const exported = hostSync<{ format: string; value: unknown }>("crypto.exportKey", {
+    key: keyRef(held),
+    format: text("format", options.format),
+    type: text("type", options.type),
+    cipher: text("cipher", options.cipher),
+    passphrase:
+      passphrase === undefined || typeof passphrase === "string"
+        ? passphrase
+        : isBinary(passphrase)
+          ? Uint8Array.from(toBytes(passphrase))
+          : String(passphrase),
+  });
+  if (exported.format === "der") return Buffer.from(exported.value as Uint8Array);
+  if (exported.format === "jwk") return { ...(exported.value as Record<string, unknown>) };
+  return String(exported.value);
 }
 
 function secretKeyBytes(key: KeyObject): Uint8Array {
@@ -149,23 +240,243 @@ export function createSecretKey(key: string | Uint8Array | ArrayBuffer | DataVie
       "ERR_INVALID_ARG_TYPE",
     );
   // A copy: changing the buffer later does not change the key, as in Node.
-  return new KeyObject("secret", new SecretKeyHandle(Uint8Array.from(toBytes(key, encoding))));
+  return new SecretKeyObject(new SecretKeyHandle(Uint8Array.from(toBytes(key, encoding))));
 }
 
-function asymmetricUnavailable(name: string) {
-  return (key?: unknown): never => {
-    void key;
+type KeyInput = string | Uint8Array | ArrayBuffer | DataView | KeyObject | Record<string, unknown>;
+
+function wrongKeyType(key: KeyObject, expected: string): TypeError {
+  return nodeError(new TypeError(`Invalid key object type ${key.type}, expected ${expected}.`), "ERR_CRYPTO_INVALID_KEY_OBJECT_TYPE");
+}
+
+/** The host's arguments for key material (PEM, DER, JWK), as Node's prepareAsymmetricKey reads them. */
+function materialArgs(input: unknown, withKeyObjects: boolean): Record<string, unknown> {
+  if (typeof input === "string") return { key: input, format: "pem" };
+  if (isBinary(input)) return { key: Uint8Array.from(toBytes(input)), format: "pem" };
+  if (input !== null && typeof input === "object" && !(input instanceof KeyObject)) {
+    const o = input as Record<string, unknown>;
+    const key = o["key"];
+    const option = (name: string) => {
+      const v = o[name];
+      if (v === undefined || typeof v === "string") return v;
+      throw nodeError(new TypeError(`The property 'key.${name}' is invalid.${describeReceived(v)}`), "ERR_INVALID_ARG_VALUE");
+    };
+    const format = option("format");
+    if (format === "jwk") {
+      if (key === null || typeof key !== "object")
+        throw nodeError(new TypeError(`The "key.key" property must be of type object.${describeReceived(key)}`), "ERR_INVALID_ARG_TYPE");
+      return { jwk: JSON.stringify(key), format };
+    }
+    const encoding = option("encoding");
+    const passphrase = o["passphrase"];
+    let material: string | Uint8Array;
+    if (typeof key === "string") material = encoding === undefined ? key : Uint8Array.from(Buffer.from(key, encoding as BufferEncoding));
+    else if (isBinary(key)) material = Uint8Array.from(toBytes(key));
+    else
+      throw nodeError(
+        new TypeError(
+          `The "key.key" property must be of type string or an instance of ${withKeyObjects ? "ArrayBuffer, Buffer, TypedArray, DataView, KeyObject, or CryptoKey" : "ArrayBuffer, Buffer, TypedArray, or DataView"}.${describeReceived(key)}`,
+        ),
+        "ERR_INVALID_ARG_TYPE",
+      );
+    return {
+      key: material,
+      format,
+      type: option("type"),
+      passphrase:
+        passphrase === undefined || passphrase === null || typeof passphrase === "string"
+          ? (passphrase ?? undefined)
+          : isBinary(passphrase)
+            ? Uint8Array.from(toBytes(passphrase))
+            : String(passphrase),
+    };
+  }
+  throw nodeError(
+    new TypeError(
+      `The "key" argument must be of type string or an instance of ${withKeyObjects ? "ArrayBuffer, Buffer, TypedArray, DataView, KeyObject, or CryptoKey" : "ArrayBuffer, Buffer, TypedArray, or DataView"}.${describeReceived(input)}`,
+    ),
+    "ERR_INVALID_ARG_TYPE",
+  );
+}
+
+/** Node's createPrivateKey: PEM, DER (pkcs1, pkcs8, sec1) or JWK, passphrase-encrypted or not. */
+export function createPrivateKey(key: KeyInput): KeyObject {
+  return keyFromHost(hostSync("crypto.createKey", { kind: "private", ...materialArgs(key, false) }));
+}
+
+/** Node's createPublicKey: a public key, a certificate, a private key (its public half) or a private KeyObject. */
+export function createPublicKey(key: KeyInput): KeyObject {
+  const given =
+    key !== null && typeof key === "object" && !(key instanceof KeyObject) && (key as Record<string, unknown>)["key"] instanceof KeyObject
+      ? (key as Record<string, unknown>)["key"]
+      : key;
+  if (given instanceof KeyObject) {
+    const held = heldKeys.get(given);
+    if (held === undefined || held.type !== "private") throw wrongKeyType(given, "private");
+    return keyFromHost(hostSync("crypto.createKey", { kind: "public", from: keyRef(held) }));
+  }
+  return keyFromHost(hostSync("crypto.createKey", { kind: "public", ...materialArgs(key, true) }));
+}
+
+/** The key a signature is made (`private`) or checked (`public`) with, and its signing options. */
+function signingKey(input: unknown, use: "private" | "public"): Record<string, unknown> {
+  const o =
+    input !== null && typeof input === "object" && !(input instanceof KeyObject) && !isBinary(input)
+      ? (input as Record<string, unknown>)
+      : undefined;
+  const given = o !== undefined ? o["key"] : input;
+  let held: HeldKey | undefined;
+  if (given instanceof KeyObject) {
+    held = heldKeys.get(given);
+    if (held === undefined || (use === "private" && held.type !== "private"))
+      throw wrongKeyType(given, use === "private" ? "private" : "private or public");
+  } else {
+    held = heldKeys.get(use === "private" ? createPrivateKey(input as KeyInput) : createPublicKey(input as KeyInput));
+  }
+  const options: Record<string, unknown> = { key: keyRef(held as HeldKey) };
+  if (o !== undefined)
+    for (const name of ["padding", "saltLength", "dsaEncoding"]) {
+      const v = o[name];
+      if (v !== undefined) options[name] = typeof v === "number" || typeof v === "string" ? v : String(v);
+    }
+  return options;
+}
+
+function signatureOutput(bytes: Uint8Array, encoding?: string): string | Buffer {
+  return encodeDigest(bytes, encoding);
+}
+
+/** Node's Sign (createSign): data gathered here, signed on the host in one call. */
+export class Sign {
+  #algorithm: string;
+  #chunks: Uint8Array[] = [];
+  #done = false;
+  constructor(algorithm: string) {
+    this.#algorithm = String(algorithm);
+    hostSync("crypto.signCheck", { algorithm: this.#algorithm });
+  }
+  update(data: Data, encoding?: string): this {
+    if (this.#done) throw nodeError(new Error("Not initialised"), "ERR_CRYPTO_INVALID_STATE");
+    this.#chunks.push(Uint8Array.from(toBytes(data, encoding)));
+    return this;
+  }
+  sign(privateKey: unknown, outputEncoding?: string): string | Buffer {
+    if (this.#done) throw nodeError(new Error("Not initialised"), "ERR_CRYPTO_INVALID_STATE");
+    const options = signingKey(privateKey, "private");
+    this.#done = true;
+    const data = concatBytes(this.#chunks);
+    this.#chunks = [];
+    return signatureOutput(hostSync<Uint8Array>("crypto.sign", { ...options, algorithm: this.#algorithm, data }), outputEncoding);
+  }
+}
+
+/** Node's Verify (createVerify). */
+export class Verify {
+  #algorithm: string;
+  #chunks: Uint8Array[] = [];
+  #done = false;
+  constructor(algorithm: string) {
+    this.#algorithm = String(algorithm);
+    hostSync("crypto.signCheck", { algorithm: this.#algorithm });
+  }
+  update(data: Data, encoding?: string): this {
+    if (this.#done) throw nodeError(new Error("Not initialised"), "ERR_CRYPTO_INVALID_STATE");
+    this.#chunks.push(Uint8Array.from(toBytes(data, encoding)));
+    return this;
+  }
+  verify(publicKey: unknown, signature: Data, signatureEncoding?: string): boolean {
+    if (this.#done) throw nodeError(new Error("Not initialised"), "ERR_CRYPTO_INVALID_STATE");
+    const options = signingKey(publicKey, "public");
+    const sig = signatureBytes(signature, signatureEncoding);
+    this.#done = true;
+    const data = concatBytes(this.#chunks);
+    this.#chunks = [];
+    return hostSync<boolean>("crypto.verify", { ...options, algorithm: this.#algorithm, data, signature: sig });
+  }
+}
+
+function signatureBytes(signature: unknown, encoding?: string): Uint8Array {
+  if (typeof signature !== "string" && !isBinary(signature))
     throw nodeError(
-      new Error(
-        `crypto.${name}: asymmetric keys (PEM, DER, JWK) are not supported in the Headwater sandbox; only secret keys (createSecretKey, HMAC) are`,
+      new TypeError(
+        `The "signature" argument must be of type string or an instance of ArrayBuffer, Buffer, TypedArray, or DataView.${describeReceived(signature)}`,
       ),
-      "ERR_FEATURE_UNAVAILABLE_ON_PLATFORM",
+      "ERR_INVALID_ARG_TYPE",
     );
-  };
+  return Uint8Array.from(toBytes(signature, encoding));
 }
 
-export const createPrivateKey = asymmetricUnavailable("createPrivateKey");
-export const createPublicKey = asymmetricUnavailable("createPublicKey");
+export function createSign(algorithm: string): Sign {
+  return new Sign(algorithm);
+}
+
+export function createVerify(algorithm: string): Verify {
+  return new Verify(algorithm);
+}
+
+function oneShotData(data: unknown): Uint8Array {
+  if (typeof data !== "string" && !isBinary(data))
+    throw nodeError(
+      new TypeError(
+        `The "data" argument must be of type string or an instance of ArrayBuffer, Buffer, TypedArray, or DataView.${describeReceived(data)}`,
+      ),
+      "ERR_INVALID_ARG_TYPE",
+    );
+  return Uint8Array.from(toBytes(data));
+}
+
+function oneShotAlgorithm(algorithm: unknown): string | null {
+  if (algorithm === null || algorithm === undefined) return null;
+  if (typeof algorithm !== "string")
+    throw nodeError(
+      new TypeError(`The "algorithm" argument must be of type string.${describeReceived(algorithm)}`),
+      "ERR_INVALID_ARG_TYPE",
+    );
+  return algorithm;
+}
+
+/** With a callback: the result (or the error) after this turn, as Node's asynchronous form. */
+function answer<T>(compute: () => T, callback: unknown): T | undefined {
+  if (typeof callback !== "function") return compute();
+  const cb = callback as (err: Error | null, value?: T) => void;
+  let value: T;
+  try {
+    value = compute();
+  } catch (err) {
+    void Promise.resolve().then(() => cb(err as Error));
+    return undefined;
+  }
+  void Promise.resolve().then(() => cb(null, value));
+  return undefined;
+}
+
+/** crypto.sign(algorithm | null, data, key[, callback]): Ed25519 and Ed448 take null. */
+export function sign(algorithm: unknown, data: unknown, key: unknown, callback?: unknown): Buffer | undefined {
+  return answer(() => {
+    const options = signingKey(key, "private");
+    return Buffer.from(
+      hostSync<Uint8Array>("crypto.sign", { ...options, algorithm: oneShotAlgorithm(algorithm), data: oneShotData(data) }),
+    );
+  }, callback);
+}
+
+/** crypto.verify(algorithm | null, data, key, signature[, callback]). */
+export function verify(algorithm: unknown, data: unknown, key: unknown, signature: unknown, callback?: unknown): boolean | undefined {
+  return answer(() => {
+    const options = signingKey(key, "public");
+    return hostSync<boolean>("crypto.verify", {
+      ...options,
+      algorithm: oneShotAlgorithm(algorithm),
+      data: oneShotData(data),
+      signature: signatureBytes(signature),
+    });
+  }, callback);
+}
+
+/** Node's crypto.constants, as the host's Node has them. */
+export const constants: Readonly<Record<string, number | string>> = Object.freeze({
+  ...hostSync<Record<string, number | string>>("crypto.constants", {}),
+});
 
 /** The bytes of an HMAC key: as Node's createHmac, a string, binary data or a secret KeyObject. */
 function hmacKeyBytes(key: unknown, encoding?: string): Uint8Array {
@@ -308,14 +619,12 @@ export function getHashes(): string[] {
 
 function unavailable(name: string) {
   return () => {
-    throw new Error(`crypto.${name} is not available in the Headwater sandbox (hashes, HMAC and random values are)`);
+    throw new Error(`crypto.${name} is not available in the Headwater sandbox (hashes, HMAC, random values, keys and signatures are)`);
   };
 }
 
 export const createCipheriv = unavailable("createCipheriv");
 export const createDecipheriv = unavailable("createDecipheriv");
-export const createSign = unavailable("createSign");
-export const createVerify = unavailable("createVerify");
 export const generateKeyPairSync = unavailable("generateKeyPairSync");
 export const pbkdf2Sync = unavailable("pbkdf2Sync");
 export const scryptSync = unavailable("scryptSync");
@@ -338,6 +647,11 @@ export default {
   createDecipheriv,
   createSign,
   createVerify,
+  sign,
+  verify,
+  constants,
+  Sign,
+  Verify,
   generateKeyPairSync,
   pbkdf2Sync,
   scryptSync,

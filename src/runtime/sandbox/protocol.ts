@@ -453,65 +453,49 @@ function base64Bytes(text: string): number {
 }
 
 /**
- * Checks a /tmp as it crosses (either way): at most MAX_TMP_ENTRIES entries, paths under /tmp
- * once each, base64 bytes (none for a directory), and TMP_MAX_BYTES of files in all.
+ * What is wrong with a /tmp as it crosses, or undefined: at most MAX_TMP_ENTRIES entries, paths
+ * under /tmp once each, a directory without bytes, and TMP_MAX_BYTES of files in all. `bytesOf`
+ * reads an entry's data in the form it crosses in (undefined when it is not of that form).
  */
-export function readTmp(v: unknown, id: number | undefined): WorkerTmpEntry[] {
-  if (!Array.isArray(v) || v.length > MAX_TMP_ENTRIES)
-    throw new ProtocolError(`/tmp must be an array of at most ${MAX_TMP_ENTRIES} entries`, id);
+function tmpEntriesProblem(entries: unknown, bytesOf: (data: unknown) => number | undefined): string | undefined {
+  if (!Array.isArray(entries) || entries.length > MAX_TMP_ENTRIES) return `/tmp must be an array of at most ${MAX_TMP_ENTRIES} entries`;
   const paths = new Set<string>();
-  const out: WorkerTmpEntry[] = [];
-  let bytes = 0;
-  for (const e of v) {
-    if (
-      !isRec(e) ||
-      typeof e["path"] !== "string" ||
-      !isCarriedTmpPath(e["path"]) ||
-      paths.has(e["path"]) ||
-      (e["kind"] !== "file" && e["kind"] !== "dir") ||
-      typeof e["data"] !== "string" ||
-      e["data"].length % 4 !== 0 ||
-      (e["kind"] === "dir" && e["data"] !== "") ||
-      typeof e["mtimeMs"] !== "number" ||
-      !Number.isFinite(e["mtimeMs"]) ||
-      typeof e["birthtimeMs"] !== "number" ||
-      !Number.isFinite(e["birthtimeMs"])
-    )
-      throw new ProtocolError("a /tmp entry must be { path under /tmp (once), kind file|dir, data (base64), mtimeMs, birthtimeMs }", id);
-    bytes += base64Bytes(e["data"]);
-    if (bytes > TMP_MAX_BYTES) throw new ProtocolError(`/tmp holds more than ${TMP_MAX_BYTES} bytes of files`, id);
-    if (!BASE64.test(e["data"])) throw new ProtocolError("a /tmp file's data is not base64", id);
-    paths.add(e["path"]);
-    out.push({ path: e["path"], kind: e["kind"], data: e["data"], mtimeMs: e["mtimeMs"], birthtimeMs: e["birthtimeMs"] });
-  }
-  return out;
-}
-
-/** What is wrong with a /tmp given to an invocation (the same rules as readTmp), or undefined. */
-export function tmpProblem(entries: unknown): string | undefined {
-  if (!Array.isArray(entries) || entries.length > MAX_TMP_ENTRIES) return `tmp must be an array of at most ${MAX_TMP_ENTRIES} entries`;
-  const paths = new Set<string>();
-  let bytes = 0;
+  let total = 0;
   for (const e of entries as unknown[]) {
+    const size = isRec(e) ? bytesOf(e["data"]) : undefined;
     if (
       !isRec(e) ||
+      size === undefined ||
       typeof e["path"] !== "string" ||
       !isCarriedTmpPath(e["path"]) ||
       paths.has(e["path"]) ||
       (e["kind"] !== "file" && e["kind"] !== "dir") ||
-      !(e["data"] instanceof Uint8Array) ||
-      (e["kind"] === "dir" && e["data"].byteLength > 0) ||
+      (e["kind"] === "dir" && size > 0) ||
       typeof e["mtimeMs"] !== "number" ||
       !Number.isFinite(e["mtimeMs"]) ||
       typeof e["birthtimeMs"] !== "number" ||
       !Number.isFinite(e["birthtimeMs"])
     )
-      return "each tmp entry must be { path under /tmp (once), kind file|dir, data (bytes; none for a dir), mtimeMs, birthtimeMs }";
+      return "each /tmp entry must be { path under /tmp (once), kind file|dir, data (none for a dir), mtimeMs, birthtimeMs }";
     paths.add(e["path"]);
-    bytes += e["data"].byteLength;
-    if (bytes > TMP_MAX_BYTES) return `tmp holds more than ${TMP_MAX_BYTES} bytes of files`;
+    total += size;
+    if (total > TMP_MAX_BYTES) return `/tmp holds more than ${TMP_MAX_BYTES} bytes of files`;
   }
   return undefined;
+}
+
+/** A /tmp as it crosses the IPC channel (either way), its bytes as base64 text; throws ProtocolError. */
+export function readTmp(v: unknown, id: number | undefined): WorkerTmpEntry[] {
+  const problem = tmpEntriesProblem(v, (data) =>
+    typeof data === "string" && data.length % 4 === 0 && BASE64.test(data) ? base64Bytes(data) : undefined,
+  );
+  if (problem !== undefined) throw new ProtocolError(problem, id);
+  return (v as WorkerTmpEntry[]).map(({ path, kind, data, mtimeMs, birthtimeMs }) => ({ path, kind, data, mtimeMs, birthtimeMs }));
+}
+
+/** What is wrong with a /tmp given to an invocation (its bytes as Uint8Arrays), or undefined. */
+export function tmpProblem(entries: unknown): string | undefined {
+  return tmpEntriesProblem(entries, (data) => (data instanceof Uint8Array ? data.byteLength : undefined));
 }
 
 /** /tmp entries for the IPC channel: the bytes as base64 (only the view's own bytes). */

@@ -346,8 +346,8 @@ function signatureOutput(bytes: Uint8Array, encoding?: string): string | Buffer 
   return encodeDigest(bytes, encoding);
 }
 
-/** Node's Sign (createSign): data gathered here, signed on the host in one call. */
-export class Sign {
+/** What Sign and Verify share: the algorithm (checked at once, as Node does) and the data gathered by update(). */
+class SignatureData {
   #algorithm: string;
   #chunks: Uint8Array[] = [];
   #done = false;
@@ -356,42 +356,40 @@ export class Sign {
     hostSync("crypto.signCheck", { algorithm: this.#algorithm });
   }
   update(data: Data, encoding?: string): this {
-    if (this.#done) throw nodeError(new Error("Not initialised"), "ERR_CRYPTO_INVALID_STATE");
+    this.#usable();
     this.#chunks.push(Uint8Array.from(toBytes(data, encoding)));
     return this;
   }
-  sign(privateKey: unknown, outputEncoding?: string): string | Buffer {
+  #usable(): void {
     if (this.#done) throw nodeError(new Error("Not initialised"), "ERR_CRYPTO_INVALID_STATE");
-    const options = signingKey(privateKey, "private");
+  }
+  /** The data gathered, once: `prepare` (the key and signature read) runs first, so a bad argument leaves it usable. */
+  protected take<T>(prepare: () => T): { algorithm: string; data: Uint8Array; prepared: T } {
+    this.#usable();
+    const prepared = prepare();
     this.#done = true;
     const data = concatBytes(this.#chunks);
     this.#chunks = [];
-    return signatureOutput(hostSync<Uint8Array>("crypto.sign", { ...options, algorithm: this.#algorithm, data }), outputEncoding);
+    return { algorithm: this.#algorithm, data, prepared };
+  }
+}
+
+/** Node's Sign (createSign): data gathered here, signed on the host in one call. */
+export class Sign extends SignatureData {
+  sign(privateKey: unknown, outputEncoding?: string): string | Buffer {
+    const { algorithm, data, prepared: options } = this.take(() => signingKey(privateKey, "private"));
+    return signatureOutput(hostSync<Uint8Array>("crypto.sign", { ...options, algorithm, data }), outputEncoding);
   }
 }
 
 /** Node's Verify (createVerify). */
-export class Verify {
-  #algorithm: string;
-  #chunks: Uint8Array[] = [];
-  #done = false;
-  constructor(algorithm: string) {
-    this.#algorithm = String(algorithm);
-    hostSync("crypto.signCheck", { algorithm: this.#algorithm });
-  }
-  update(data: Data, encoding?: string): this {
-    if (this.#done) throw nodeError(new Error("Not initialised"), "ERR_CRYPTO_INVALID_STATE");
-    this.#chunks.push(Uint8Array.from(toBytes(data, encoding)));
-    return this;
-  }
+export class Verify extends SignatureData {
   verify(publicKey: unknown, signature: Data, signatureEncoding?: string): boolean {
-    if (this.#done) throw nodeError(new Error("Not initialised"), "ERR_CRYPTO_INVALID_STATE");
-    const options = signingKey(publicKey, "public");
-    const sig = signatureBytes(signature, signatureEncoding);
-    this.#done = true;
-    const data = concatBytes(this.#chunks);
-    this.#chunks = [];
-    return hostSync<boolean>("crypto.verify", { ...options, algorithm: this.#algorithm, data, signature: sig });
+    const { algorithm, data, prepared } = this.take(() => ({
+      options: signingKey(publicKey, "public"),
+      sig: signatureBytes(signature, signatureEncoding),
+    }));
+    return hostSync<boolean>("crypto.verify", { ...prepared.options, algorithm, data, signature: prepared.sig });
   }
 }
 

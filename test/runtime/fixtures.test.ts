@@ -189,6 +189,7 @@ describe("runtime: component fixture corpus", function () {
     expect(await messages("throws-on-load.mjs")).to.match(/threw while loading: SyntaxError/);
     expect(await messages("unknown-prop-type.mjs")).to.match(/unknown prop type "strin"/);
     expect(await messages("apphook-prop.mjs")).to.match(/^"\$\.interface\.apphook" props are not offered: .* at its HTTP endpoint/);
+    expect(await messages("data-store-prop.mjs")).to.match(/^"data_store" props are not offered: .* this\.db \(\$\.service\.db\)/);
     expect(await messages("secret-on-integer.mjs")).to.match(/secret is only allowed on string props/);
     expect(await messages("any-in-source.mjs")).to.match(/any props are only allowed in actions/);
     expect(await messages("syntax-error.mjs")).to.match(/line 1/);

@@ -285,6 +285,13 @@ function validateProp(
     );
     return undefined;
   }
+  if (!rule && base === "data_store") {
+    problem(
+      `${path}.type`,
+      `"data_store" props are not offered: Pipedream's data stores are its own hosted key-value service; a source keeps its state in this.db ($.service.db), and an action can keep data in a store of its own reached over HTTP`,
+    );
+    return undefined;
+  }
   if (!rule) {
     problem(
       `${path}.type`,

@@ -285,12 +285,6 @@ export function keyOperation(op: string, a: Args): { value: unknown } | undefine
       const signature = keyBytes(a["signature"], "signature");
       return { value: crypto.verify(signAlgorithm(a["algorithm"]), signedData(a["data"]), signingOptions(a, key), signature) };
     }
-    case "crypto.constants": {
-      const constants: Record<string, number | string> = {};
-      for (const [name, value] of Object.entries(crypto.constants))
-        if (typeof value === "number" || typeof value === "string") constants[name] = value;
-      return { value: constants };
-    }
     default:
       return undefined;
   }

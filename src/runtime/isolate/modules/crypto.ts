@@ -471,9 +471,11 @@ export function verify(algorithm: unknown, data: unknown, key: unknown, signatur
   }, callback);
 }
 
-/** Node's crypto.constants, as the host's Node has them. */
+/** Node's crypto.constants, as the host's Node has them: fixed for that Node, so written into the
+ * prelude when it is built (preludeBundle.ts), not asked of the host in every context. */
+declare const __HW_CRYPTO_CONSTANTS__: Record<string, number | string>;
 export const constants: Readonly<Record<string, number | string>> = Object.freeze({
-  ...hostSync<Record<string, number | string>>("crypto.constants", {}),
+  ...(typeof __HW_CRYPTO_CONSTANTS__ === "object" ? __HW_CRYPTO_CONSTANTS__ : {}),
 });
 
 /** The bytes of an HMAC key: as Node's createHmac, a string, binary data or a secret KeyObject. */

@@ -316,7 +316,8 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
         { runtime, destinations, clock },
         {
           component,
-          props,
+          props: props.values,
+          additionalProps: props.added,
           steps,
           tmp,
           keepTmp,

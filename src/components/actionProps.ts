@@ -27,17 +27,28 @@ export interface ActionPropsDeps {
 /** Actions have no timers; the rule is only there because the checks are shared with sources. */
 const RULES = { minTimerSeconds: 60 };
 
+/** An action run's props, checked. */
+export interface CheckedActionProps {
+  /** Defaults applied and secrets opened: ready for Invocation.props. */
+  readonly values: Record<string, unknown>;
+  /**
+   * The props additionalProps() added for these values (Invocation.additionalProps): the run binds
+   * them by their type as it binds the component's own (an http_request gets its execute()).
+   */
+  readonly added: readonly NormalizedProp[];
+}
+
 /**
  * The configured values checked against the action's props (and the props additionalProps()
- * adds), defaults applied and secrets opened: ready for Invocation.props. Throws
- * DomainError("invalid_request") whose details name `${pathPrefix}.<prop>` for each problem.
+ * adds). Throws DomainError("invalid_request") whose details name `${pathPrefix}.<prop>` for each
+ * problem.
  */
 export async function actionProps(
   deps: ActionPropsDeps,
   component: LoadedComponent,
   configured: Record<string, unknown>,
   context: { ownerId: string; pathPrefix: string },
-): Promise<Record<string, unknown>> {
+): Promise<CheckedActionProps> {
   const meta = component.meta.component;
   const { pathPrefix } = context;
   if (meta.type !== "action") {
@@ -46,6 +57,7 @@ export async function actionProps(
     ]);
   }
   let props: readonly NormalizedProp[] = meta.props;
+  let added: readonly NormalizedProp[] = [];
   if (meta.additionalProps) {
     // additionalProps() sees the component's own props, checked first; other names may be the props it adds.
     const values = await check(deps, props, ownValues(component, configured), context);
@@ -61,9 +73,10 @@ export async function actionProps(
       db: {},
       limits: { timeoutMs: ADDITIONAL_PROPS_TIMEOUT_MS },
     });
-    props = withAdditionalProps(props, additionalPropsOf(outcome, component, context.pathPrefix));
+    added = additionalPropsOf(outcome, component, context.pathPrefix);
+    props = withAdditionalProps(props, added);
   }
-  return check(deps, props, configured, context);
+  return { values: await check(deps, props, configured, context), added };
 }
 
 /** The shared checks (and the connected accounts app props bind), with the caller's paths; the values opened. Prop options use them too. */

@@ -4,7 +4,7 @@
 import { runLogged } from "../../commands/runLogs/runLog.js";
 import type { RunLogged } from "../../commands/runLogs/runLog.js";
 import type { ComponentRuntime } from "../runtime/componentRuntime.js";
-import type { InvocationOutcome, Send, TmpEntry } from "../runtime/types.js";
+import type { InvocationOutcome, NormalizedProp, Send, TmpEntry } from "../runtime/types.js";
 import type { Destinations, SendResult } from "../destinations/destinations.js";
 import { newId, type Clock } from "../ids.js";
 import { actionProps, type ActionPropsDeps } from "./actionProps.js";
@@ -20,6 +20,8 @@ export interface ActionRunRequest {
   readonly component: LoadedComponent;
   /** Checked props (actionProps): defaults applied, secrets opened. */
   readonly props: Record<string, unknown>;
+  /** The props its additionalProps() added for them (actionProps), bound by their type. */
+  readonly additionalProps?: readonly NormalizedProp[];
   /** What run({ steps }) sees: earlier steps' results in a workflow, {} by hand. */
   readonly steps?: Record<string, unknown>;
   readonly invocationId: string;
@@ -59,6 +61,7 @@ export async function runAction(deps: ActionRunnerDeps, request: ActionRunReques
     bundle: component.meta.bundle,
     method: "run",
     props: request.props,
+    ...(request.additionalProps && request.additionalProps.length > 0 ? { additionalProps: request.additionalProps } : {}),
     steps: request.steps ?? {},
     db: {},
     ...(request.timeoutMs !== undefined ? { limits: { timeoutMs: request.timeoutMs } } : {}),
@@ -146,7 +149,8 @@ export class ManualActionRuns {
       const startedMs = this.deps.clock.now();
       const ran = await runAction(this.deps, {
         component,
-        props,
+        props: props.values,
+        additionalProps: props.added,
         ...(input.steps ? { steps: input.steps } : {}),
         invocationId,
         ownerId: input.ownerId,

@@ -25,6 +25,7 @@ import { alreadyRecorded, type Delivery } from "../../commands/emitters/emitter.
 import { DomainError } from "../../commands/decider.js";
 import type { Clock } from "../ids.js";
 import { evaluate } from "./expressions.js";
+import type { CheckedActionProps } from "../components/actionProps.js";
 
 export const WORKFLOW_RUNS_TOPIC = "headwater.workflow-runs";
 export const PLATFORM_VERSION = "0.1.0";
@@ -94,7 +95,8 @@ export type StepExecutor = (request: {
   readonly workflow: Workflow;
   readonly step: WorkflowStep;
   readonly component: LoadedComponent;
-  readonly props: Record<string, unknown>;
+  /** The step's props as actionProps checked them (values, and the props additionalProps() added). */
+  readonly props: CheckedActionProps;
   readonly steps: Record<string, unknown>;
   /** What the previous step left in /tmp (the run's /tmp, 64 MB at most). */
   readonly tmp: readonly TmpEntry[];
@@ -122,7 +124,7 @@ export interface WorkflowRunnerDeps {
     component: LoadedComponent,
     configured: Record<string, unknown>,
     context: { ownerId: string; pathPrefix: string },
-  ) => Promise<Record<string, unknown>>;
+  ) => Promise<CheckedActionProps>;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -314,7 +316,7 @@ export class WorkflowRunner {
     component: LoadedComponent,
     steps: Record<string, unknown>,
     index: number,
-  ): Promise<Record<string, unknown>> {
+  ): Promise<CheckedActionProps> {
     const evaluated = evaluate(openProps(step.props, this.deps.sealer), steps) as Record<string, unknown>;
     // An expression that finds nothing leaves the prop unset: its default, or "is required".
     const given = Object.fromEntries(Object.entries(evaluated).filter(([, value]) => value !== undefined));

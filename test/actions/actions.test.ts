@@ -426,6 +426,38 @@ describe("actions run by hand (real server, SMTP, S3 and HTTP receivers)", funct
     expect(sent.map((r) => r.headers["authorization"])).to.deep.equal(["Bearer src-t0ken", "Bearer src-t0ken"]);
   });
 
+  it("http_request props added by additionalProps() are bound with execute(), run by hand and as a workflow step", async () => {
+    const action = await save(admin, fixture("requestkit", "send-when-asked"));
+    receiver.routes.set("/asked", (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ heard: true }));
+    });
+    const request = { url: `${receiver.url}/asked`, body: { contentType: "application/json", mode: "raw", raw: '{"n": 2}' } };
+    expect((await ok(action, { props: { send: false } })).return_value).to.deep.equal({ sent: false });
+    const before = receiver.received.length;
+    const data = await ok(action, { props: { send: true, request } });
+    expect(data.return_value).to.deep.equal({ sent: true, answer: { heard: true } });
+    // The added prop's default ({ method: "POST" }) filled the request.
+    expect(data.summary).to.equal(`sent POST ${receiver.url}/asked`);
+    const workflow = await admin.post("/v1/workflows", {
+      definition: {
+        name: "Send when asked",
+        trigger: "none",
+        steps: [{ name: "send", component_id: action, props: { send: true, request } }],
+      },
+    });
+    expect(workflow.status, JSON.stringify(workflow.body)).to.equal(200);
+    const ran = await admin.post(`/v1/workflows/${workflow.body.data.id as string}/run`, { event: {} });
+    expect(ran.status, JSON.stringify(ran.body)).to.equal(200);
+    expect(ran.body.data.ok, JSON.stringify(ran.body.data)).to.equal(true);
+    expect(ran.body.data.steps[0].return_value).to.deep.equal({ sent: true, answer: { heard: true } });
+    const got = receiver.received.slice(before);
+    expect(got.map((g) => [g.method, g.path, g.body])).to.deep.equal([
+      ["POST", "/asked", '{"n": 2}'],
+      ["POST", "/asked", '{"n": 2}'],
+    ]);
+  });
+
   it("$.send.email goes to the account owner through the operator's SMTP server (text and HTML)", async () => {
     const text = await ok(ids["email-report"], { props: { subject: "Daily report", lines: ["3 new orders", "1 refund"] } });
     expect(text.sends).to.have.length(1);

@@ -204,14 +204,19 @@ export class SourceLifecycle {
     const oldRunnable = this.#runnable(source, previous);
     // Pausing, resuming or renaming keeps the props additionalProps() added: it runs again only for new values or new code.
     const same = input.configuredProps === undefined && component.id === source.componentId ? source.additionalProps : undefined;
-    const checked = await this.#checkProps(oldRunnable, source.ownerId, component, input.configuredProps ?? previous, previous, same);
+    // additionalProps() sees the source's `this.db` as it is, as its hooks and runs do.
+    const { state } = await this.deps.emitters.load(source.id);
+    const checked = await this.#checkProps(oldRunnable, source.ownerId, component, input.configuredProps ?? previous, {
+      previous,
+      kept: same,
+      db: state.db,
+    });
     stored = checked.stored;
     additionalProps = checked.additionalProps;
     const newRunnable: RunnableSource = { ...oldRunnable, storedProps: stored, additionalProps };
 
     const around = hooksAround.update(component.meta.component.hooks, source.active, input.active);
     const before = hooksAround.update(previousComponent.meta.component.hooks, source.active, input.active).before;
-    const { state } = await this.deps.emitters.load(source.id);
     const deactivated = await this.#hooks(oldRunnable, previousComponent, before, state.db, source.endpointId);
     // A failed deactivate refuses the update (unless forced) before the new code's activate runs.
     await this.#loggedIfRefused([{ source: oldRunnable, component: previousComponent, ran: deactivated }], async () =>
@@ -295,10 +300,16 @@ export class SourceLifecycle {
     ownerId: string,
     component: LoadedComponent,
     given: Record<string, unknown>,
-    previous?: Record<string, unknown>,
-    /** The props additionalProps() added before, kept as they are (no call). */
-    kept?: AdditionalProps,
+    options: {
+      /** The stored props an update starts from. */
+      previous?: Record<string, unknown>;
+      /** The props additionalProps() added before, kept as they are (no call). */
+      kept?: AdditionalProps;
+      /** The source's `this.db` (an update's; a new source's is empty). */
+      db?: Record<string, unknown>;
+    } = {},
   ): Promise<{ stored: Record<string, unknown>; additionalProps: AdditionalProps }> {
+    const { previous, kept } = options;
     let { props } = component.meta.component;
     let additionalProps: AdditionalProps = kept ?? [];
     if (kept) props = withAdditionalProps(props, kept);
@@ -308,7 +319,7 @@ export class SourceLifecycle {
       await this.#hookSlots.acquire(source.creatorId);
       let outcome;
       try {
-        outcome = await this.deps.runner.describeAdditionalProps({ ...source, storedProps: own }, component, {});
+        outcome = await this.deps.runner.describeAdditionalProps({ ...source, storedProps: own }, component, options.db ?? {});
       } finally {
         this.#hookSlots.release(source.creatorId);
       }

@@ -144,6 +144,36 @@ describe("sources: props added by additionalProps() (real server)", function () 
     expect(event.event).to.deep.equal({ label: "b", endpoint });
   });
 
+  it("sees the source's this.db on an update (what its hooks and runs left), and only reads it", async () => {
+    const planned = `export default {
+      name: "Planned",
+      version: "0.0.1",
+      props: { label: { type: "string", reloadProps: true }, db: "$.service.db" },
+      async additionalProps() {
+        const plan = this.db.get("plan");
+        this.db.set("plan", "changed by additionalProps");
+        return plan ? { http: { type: "$.interface.http" }, tier: { type: "string", default: plan } } : { http: { type: "$.interface.http" } };
+      },
+      hooks: { async activate() { if (!this.db.get("plan")) this.db.set("plan", "pro"); } },
+      async run() { this.$emit({ plan: this.db.get("plan"), tier: this.tier ?? null }); },
+    };`;
+    const source = await deploy(admin, planned, { label: "a" }, "planned");
+    const endpoint = source.configured_props.http.endpoint_url as string;
+    // A new source's db is empty when additionalProps() runs: no tier yet.
+    expect(source.configured_props).to.deep.equal({ label: "a", http: { endpoint_url: endpoint } });
+    const updated = await admin.put(`/v1/sources/${source.id}`, { configured_props: { label: "b" } });
+    expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+    expect(updated.body.data.configured_props).to.deep.equal({ label: "b", http: { endpoint_url: endpoint }, tier: "pro" });
+    const r = await fetch(endpoint, { method: "POST", body: "{}" });
+    expect(r.status).to.equal(200);
+    const [event] = await eventually("the run's event", async () => {
+      const list = await events(admin, source.id);
+      return list.length > 0 ? list : undefined;
+    });
+    // What additionalProps() set is not kept.
+    expect(event.event).to.deep.equal({ plan: "pro", tier: "pro" });
+  });
+
   it("refuses the deploy when additionalProps() throws or adds a prop it cannot bind, naming why", async () => {
     const count = async () => (await admin.get("/v1/users/me/sources?limit=100")).body.data.length as number;
     const before = await count();

@@ -62,7 +62,8 @@ describe("runtime: the sandbox boundary", function () {
   let trivial: PreparedComponent;
 
   before(async () => {
-    runtime = await startRuntime({ workers: 1, timeoutMs: 3000, memoryMb: 64 });
+    // Room for the 100,000-level cases on a loaded machine; the tests of the clock set their own.
+    runtime = await startRuntime({ workers: 1, timeoutMs: 10_000, memoryMb: 64 });
     trivial = await prepareCode(runtime, TRIVIAL);
     pid = runtime.pids()[0];
   });

@@ -358,6 +358,7 @@ export async function startNode(config: Config, clock: Clock = systemClock): Pro
     components,
     catalog,
     lifecycle,
+    runner,
     emitters,
     admission,
     invocations,

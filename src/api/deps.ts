@@ -1,4 +1,5 @@
 import type { Clock } from "../ids.js";
+import type { SourceRunner } from "../runner/sourceRunner.js";
 import type { Access } from "./access.js";
 import type { AccountsReadModel } from "../readModels/accounts.js";
 import type { UsageReadModel } from "../readModels/usage.js";
@@ -66,6 +67,8 @@ export interface ApiDeps {
   readonly components: ComponentCache;
   readonly catalog: ComponentCatalog;
   readonly lifecycle: SourceLifecycle;
+  /** A custom-response request also run beside its source's batch when that lasts (SourceRunner.besideIfLong). */
+  readonly runner: Pick<SourceRunner, "besideIfLong">;
   readonly emitters: Pick<EmitterStore, "deleteEvents">;
   readonly subscriptions: Subscriptions;
   readonly subscriptionsView: SubscriptionsReadModel;

@@ -243,6 +243,7 @@ export function sourceEndpoints(
     | "clock"
     | "settings"
     | "lifecycle"
+    | "runner"
   >,
   options: EndpointOptions,
 ): (req: http.IncomingMessage, res: http.ServerResponse) => boolean {
@@ -364,8 +365,15 @@ export function sourceEndpoints(
     };
     admit(message.invocationId, source.id, source.creatorId, message.event);
     if (!customResponse) return queued(message.invocationId, deps.invocations.submit(message));
-    const reply = await deps.admission.during(message.invocationId, deps.invocations.submitAndWait(message, deps.settings.runWaitMs));
-    return waited(reply, { gone: "no active source at this endpoint", failed: "the source's run failed before it responded" });
+    const words = { gone: "no active source at this endpoint", failed: "the source's run failed before it responded" };
+    const inTurn = deps.admission.during(message.invocationId, deps.invocations.submitAndWait(message, deps.settings.runWaitMs));
+    // Should its source's batch before it last (waiting, perhaps, on a provider that calls this endpoint first).
+    const beside = deps.runner.besideIfLong(source.id, message.invocationId, message.event);
+    if (beside === undefined) return waited(await inTurn, words);
+    return Promise.race([
+      inTurn.then((reply) => waited(reply, words)),
+      beside.then(async (outcome) => (outcome?.response ? { custom: outcome.response } : waited(await inTurn, words))),
+    ]);
   }
 
   async function answer(req: http.IncomingMessage, res: http.ServerResponse, path: string, querystring: string, match: RegExpExecArray) {

@@ -69,6 +69,38 @@ export interface Execution {
   readonly startedMs: number;
 }
 
+/**
+ * How long a source's batch has been in the sandbox before a request to it waiting in turn is also
+ * run beside it (SourceRunner.besideIfLong): far past a run that computes, so only a batch that
+ * waits (on the network) sees it.
+ */
+export const BESIDE_AFTER_MS = 1_000;
+/**
+ * At most this many requests wait to run beside one batch (the first to arrive): a handshake is
+ * one request, and a busy source with slow runs should not have every request it gets run twice.
+ */
+export const MAX_BESIDE_PER_BATCH = 16;
+
+/** A request to a source whose batch is in the sandbox, waiting to be run beside it should the batch last. */
+interface BesideWaiter {
+  readonly invocationId: string;
+  readonly event: unknown;
+  resolve(outcome: InvocationOutcome | undefined): void;
+}
+
+/** A source's batch in the sandbox now: since when, on which db, and the requests waiting beside it. */
+interface InSandbox {
+  readonly since: number;
+  readonly db: Record<string, unknown>;
+  readonly source: RunnableSource;
+  readonly component: LoadedComponent;
+  readonly waiters: BesideWaiter[];
+  timer: NodeJS.Timeout | undefined;
+  running: boolean;
+  /** How many requests ran beside it so far (MAX_BESIDE_PER_BATCH). */
+  ran: number;
+}
+
 const methodOf = (trigger: RunTrigger): InvocationMethod =>
   trigger === "deploy" || trigger === "activate" || trigger === "deactivate" ? trigger : "run";
 
@@ -78,6 +110,9 @@ const methodOf = (trigger: RunTrigger): InvocationMethod =>
  * recorded is not run again.
  */
 export class SourceRunner {
+  /** By source id: the batch each source has in the sandbox now (see besideIfLong). */
+  readonly #inSandbox = new Map<string, InSandbox>();
+
   constructor(
     private readonly emitters: EmitterStore,
     private readonly runLogs: RunLogStore,
@@ -204,6 +239,25 @@ export class SourceRunner {
     const startedMs = this.clock.now();
     const props = await this.propsOf(source, db);
     if ("failed" in props) return requests.map(() => ({ outcome: props.failed, startedMs }));
+    const entry: InSandbox = { since: this.clock.now(), db, source, component, waiters: [], timer: undefined, running: false, ran: 0 };
+    this.#inSandbox.set(source.id, entry);
+    try {
+      return await this.#invokeBatch(requests, props.open, db, startedMs);
+    } finally {
+      if (this.#inSandbox.get(source.id) === entry) this.#inSandbox.delete(source.id);
+      clearTimeout(entry.timer);
+      // Their turn comes now.
+      for (const waiter of entry.waiters.splice(0)) waiter.resolve(undefined);
+    }
+  }
+
+  async #invokeBatch(
+    requests: readonly RunRequest[],
+    props: Record<string, unknown>,
+    db: Record<string, unknown>,
+    startedMs: number,
+  ): Promise<Execution[]> {
+    const { source, component } = requests[0];
     const outcomes = await this.runtime.invokeBatch(
       requests.map((request, i) => ({
         invocationId: request.invocationId,
@@ -213,7 +267,7 @@ export class SourceRunner {
         bundleHash: component.meta.bundleHash,
         bundle: component.meta.bundle,
         method: methodOf(request.trigger),
-        props: props.open,
+        props,
         event: request.event,
         ...(i === 0 ? { db } : {}),
         ...sourceInvocation(source, component),
@@ -229,11 +283,69 @@ export class SourceRunner {
   }
 
   /**
-   * Runs the code without recording anything (hooks are recorded only once the command was
-   * accepted). `besideHooks`: a request while the source's hooks run, in a place of its own (the
-   * sandbox runs one source's invocations one at a time, and the hook is waiting for this one).
+   * For a custom-response request just queued for a source whose batch is in the sandbox: should
+   * that batch still be there BESIDE_AFTER_MS after it entered, the request is also run beside it.
+   * In turn it would wait for the batch, and a provider that calls the source's endpoint before it
+   * answers the run's call (Microsoft Graph validating a subscription the run creates) would wait
+   * for the run, which waits for it, until the run's timeout.
+   *
+   * The run beside is answer-only (Invocation.answerOnly), in a place of its own, on the db the
+   * batch started with. Resolves with its outcome when it only answered: a response, and no
+   * emits, db writes, sends or outbound requests, so answering from it changes nothing the run in
+   * turn would not. Else, or once the batch left the sandbox, with undefined. Nothing it did is
+   * kept: the request still runs in turn, recorded and logged as any, and its answer goes to
+   * whichever came first. Undefined at once when the source has no batch in the sandbox.
    */
-  async execute(request: RunRequest, db: Record<string, unknown>, options: { besideHooks?: boolean } = {}): Promise<Execution> {
+  besideIfLong(sourceId: string, invocationId: string, event: unknown): Promise<InvocationOutcome | undefined> | undefined {
+    const entry = this.#inSandbox.get(sourceId);
+    if (!entry || entry.ran + entry.waiters.length >= MAX_BESIDE_PER_BATCH) return undefined;
+    return new Promise((resolve) => {
+      entry.waiters.push({ invocationId, event, resolve });
+      if (entry.timer === undefined && !entry.running) {
+        entry.timer = setTimeout(() => void this.#runBeside(entry), Math.max(0, entry.since + BESIDE_AFTER_MS - this.clock.now()));
+        entry.timer.unref();
+      }
+    });
+  }
+
+  /** Runs the requests waiting beside a batch that lasted, one at a time, while it stays in the sandbox. */
+  async #runBeside(entry: InSandbox): Promise<void> {
+    entry.timer = undefined;
+    entry.running = true;
+    try {
+      let waiter: BesideWaiter | undefined;
+      while (this.#inSandbox.get(entry.source.id) === entry && (waiter = entry.waiters.shift())) {
+        const { source, component } = entry;
+        entry.ran++;
+        const request: RunRequest = { source, component, invocationId: waiter.invocationId, trigger: "http", event: waiter.event };
+        const outcome = await this.execute(request, entry.db, { place: "beside-run", answerOnly: true }).then(
+          (execution) => execution.outcome,
+          () => undefined,
+        );
+        const onlyAnswered =
+          outcome?.response !== undefined &&
+          outcome.emits.length === 0 &&
+          !outcome.dbChanged &&
+          outcome.reachedOut !== true &&
+          (outcome.sends ?? []).length === 0;
+        waiter.resolve(onlyAnswered ? outcome : undefined);
+      }
+    } finally {
+      entry.running = false;
+    }
+  }
+
+  /**
+   * Runs the code without recording anything (hooks are recorded only once the command was
+   * accepted). `place`: a request that arrived while the source's hooks run, or while a batch of
+   * its runs waits, in a place of its own (the sandbox runs one source's invocations one at a time,
+   * and they may be waiting for this one).
+   */
+  async execute(
+    request: RunRequest,
+    db: Record<string, unknown>,
+    options: { place?: "beside-hooks" | "beside-run"; answerOnly?: boolean } = {},
+  ): Promise<Execution> {
     const { source, component, invocationId, trigger } = request;
     const startedMs = this.clock.now();
     const props = await this.propsOf(source, db);
@@ -241,7 +353,7 @@ export class SourceRunner {
     const outcome = await this.runtime.invoke({
       invocationId,
       ownerId: source.creatorId,
-      sourceId: options.besideHooks ? `${source.id}#beside-hooks` : source.id,
+      sourceId: options.place ? `${source.id}#${options.place}` : source.id,
       codeHash: component.codeHash,
       bundleHash: component.meta.bundleHash,
       bundle: component.meta.bundle,
@@ -249,6 +361,7 @@ export class SourceRunner {
       props: props.open,
       event: request.event,
       db,
+      ...(options.answerOnly ? { answerOnly: true } : {}),
       ...sourceInvocation(source, component),
     });
     return { outcome, startedMs };

@@ -162,6 +162,11 @@ export interface Invocation {
   readonly tmp?: readonly TmpEntry[];
   /** Actions in a workflow with a later step: answer what the run leaves in /tmp (`outcome.tmp`). */
   readonly keepTmp?: boolean;
+  /**
+   * A request run beside its source's long run, which may only answer: its outbound requests are
+   * refused (`outcome.reachedOut`), and the caller judges its emits and db writes (SourceRunner.beside).
+   */
+  readonly answerOnly?: boolean;
 }
 
 export type HttpResponseBody = string | { base64: string } | null;
@@ -226,6 +231,8 @@ export interface InvocationOutcome {
   sends?: Send[];
   /** With keepTmp: what the run left in /tmp, when it succeeded and /tmp was not empty. */
   tmp?: TmpEntry[];
+  /** With answerOnly: the run tried an outbound request, which was refused. */
+  reachedOut?: boolean;
   cpuMs: number;
   wallMs: number;
   /** Whether a warm isolate served this invocation. */

@@ -365,7 +365,7 @@ export class SourceLifecycle {
       run: async (invocationId, event) => {
         this.deps.quota?.check(source.creatorId);
         const trigger = "http" as const;
-        return (await this.deps.runner.execute({ source, component, invocationId, trigger, event }, db, { besideHooks: true })).outcome;
+        return (await this.deps.runner.execute({ source, component, invocationId, trigger, event }, db, { place: "beside-hooks" })).outcome;
       },
     };
     this.#windows.set(endpointId, window);

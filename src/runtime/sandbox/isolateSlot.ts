@@ -56,6 +56,8 @@ export class InvocationRecord {
   readonly tmp: TmpEntry[] = [];
   tmpBytes = 0;
   readonly tmpPaths = new Set<string>();
+  /** An answer-only run (Invocation.answerOnly) tried an outbound request: it was refused. */
+  reachedOut = false;
   readonly db: TrustedDb;
   constructor(
     readonly id: number,
@@ -66,6 +68,8 @@ export class InvocationRecord {
     readonly onRespond: (response: HttpResponse) => void,
     /** The run was asked to hand its /tmp on (the host's keepTmp). */
     readonly keepTmp = false,
+    /** The run may only answer (Invocation.answerOnly): no outbound requests. */
+    readonly answerOnly = false,
   ) {
     this.db = new TrustedDb(dbJson, maxDbBytes);
   }
@@ -823,6 +827,12 @@ export class IsolateSlot {
     };
     if (typeof r["url"] !== "string" || typeof r["method"] !== "string") {
       answer({ error: { code: "INVALID_URL", message: "request needs a method and a url" } });
+      return;
+    }
+    if (rec.answerOnly) {
+      // Run beside the source's run to answer at once; what reaches out must wait its turn in order.
+      rec.reachedOut = true;
+      answer({ error: { code: "NETWORK", message: "requests are not sent by a run that may only answer; it will run again in turn" } });
       return;
     }
     const headers: Record<string, string | string[]> = {};

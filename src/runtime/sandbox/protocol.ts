@@ -36,6 +36,8 @@ export interface InvokeRequest {
   tmp?: WorkerTmpEntry[];
   /** A workflow step with a later step: answer the run's /tmp in the outcome. */
   keepTmp?: boolean;
+  /** See Invocation.answerOnly. */
+  answerOnly?: boolean;
 }
 
 /** A /tmp entry as it crosses the IPC channel (JSON): the bytes as base64, "" for a directory. */
@@ -108,6 +110,8 @@ export interface WorkerOutcome {
   sends?: string[];
   /** With keepTmp, a run that succeeded: what it left in /tmp. */
   tmp?: WorkerTmpEntry[];
+  /** With answerOnly: an outbound request was refused. */
+  reachedOut?: boolean;
   droppedLogLines: number;
   cpuMs: number;
   wallMs: number;
@@ -280,6 +284,10 @@ export function readHostMessage(raw: unknown): HostToWorker {
         if (typeof raw["keepTmp"] !== "boolean") throw new ProtocolError("keepTmp must be a boolean", id);
         msg.keepTmp = raw["keepTmp"];
       }
+      if (raw["answerOnly"] !== undefined) {
+        if (typeof raw["answerOnly"] !== "boolean") throw new ProtocolError("answerOnly must be a boolean", id);
+        msg.answerOnly = raw["answerOnly"];
+      }
       return msg;
     }
     case "invoke-batch": {
@@ -425,6 +433,10 @@ function readOutcome(v: unknown, id: number, limits: SandboxLimits): WorkerOutco
   if (v["tmp"] !== undefined) {
     if (!out.ok) throw new ProtocolError("only a run that succeeded hands its /tmp on", id);
     out.tmp = readTmp(v["tmp"], id);
+  }
+  if (v["reachedOut"] !== undefined) {
+    if (v["reachedOut"] !== true) throw new ProtocolError("reachedOut is true when present", id);
+    out.reachedOut = true;
   }
   if (v["exited"] !== undefined) {
     const x = v["exited"];

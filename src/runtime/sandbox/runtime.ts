@@ -638,6 +638,7 @@ export class Runtime {
     if (result.ok && data.exports) result.exports = data.exports;
     if (result.ok && outcome?.exited) result.exited = outcome.exited;
     if (result.ok && data.tmp && data.tmp.length > 0) result.tmp = data.tmp;
+    if (outcome?.reachedOut === true) result.reachedOut = true;
     pending.resolve(result);
   }
 
@@ -782,6 +783,8 @@ export class Runtime {
       // A workflow's steps are invoked one by one; a batch is a source's runs, which start with an empty /tmp.
       if (invs.length > 1 && invs.some((inv) => inv.tmp !== undefined || inv.keepTmp !== undefined))
         throw new InvalidInvocationError("a batch carries no /tmp");
+      if (invs.length > 1 && invs.some((inv) => inv.answerOnly !== undefined))
+        throw new InvalidInvocationError("a batch is no answer-only run (see Invocation.answerOnly)");
     } catch (err) {
       return Promise.reject(err);
     }
@@ -922,6 +925,7 @@ export class Runtime {
       memoryMb,
       ...(inv.tmp !== undefined && inv.tmp.length > 0 ? { tmp: tmpToWire(inv.tmp) } : {}),
       ...(inv.keepTmp === true ? { keepTmp: true } : {}),
+      ...(inv.answerOnly === true ? { answerOnly: true } : {}),
     };
     return new Promise<InvocationOutcome>((resolve) => {
       const pending: PendingInvoke = {
@@ -1032,5 +1036,6 @@ function validateInvocation(inv: Invocation): void {
     if (problem) problems.push(problem);
   }
   if (inv.keepTmp !== undefined && typeof inv.keepTmp !== "boolean") problems.push("keepTmp must be a boolean");
+  if (inv.answerOnly !== undefined && typeof inv.answerOnly !== "boolean") problems.push("answerOnly must be a boolean");
   if (problems.length) throw new InvalidInvocationError(`invalid invocation: ${problems.join("; ")}`);
 }

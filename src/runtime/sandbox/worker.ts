@@ -227,7 +227,19 @@ interface RunSink {
 /** What one run needs (an invoke message, or one item of a batch with the db the previous item left). */
 type RunInput = Pick<
   InvokeRequest,
-  "id" | "ownerId" | "sourceId" | "bundleKey" | "bundle" | "method" | "payload" | "db" | "timeoutMs" | "memoryMb" | "tmp" | "keepTmp"
+  | "id"
+  | "ownerId"
+  | "sourceId"
+  | "bundleKey"
+  | "bundle"
+  | "method"
+  | "payload"
+  | "db"
+  | "timeoutMs"
+  | "memoryMb"
+  | "tmp"
+  | "keepTmp"
+  | "answerOnly"
 >;
 
 /** A workflow step's /tmp as the isolate takes it: bytes, not base64. */
@@ -321,6 +333,7 @@ async function executeOnce(
     (line) => sink.log(line),
     (response) => sink.respond(response),
     tmp?.keep === true,
+    msg.answerOnly === true,
   );
   let slot = slots.get(slotKey);
   // Another source of the owner runs in this context's isolate: a warm run is worth a moment's wait.
@@ -440,6 +453,7 @@ async function executeOnce(
     // Emits, sends and db writes accepted before the run ended are kept, also when it failed.
     outcome.emits = rec.emits;
     if (rec.sends.length > 0) outcome.sends = rec.sends;
+    if (rec.reachedOut) outcome.reachedOut = true;
     // Only a step that succeeded has a next step to hand its /tmp on to.
     if (outcome.ok && rec.tmp.length > 0) outcome.tmp = tmpToWire(rec.tmp);
     if (rec.db.changed) {

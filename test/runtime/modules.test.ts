@@ -94,6 +94,62 @@ describe("runtime: modules in the sandbox", function () {
     expect(bad.error).to.include({ name: "ConfigurationError", message: "baseUrl must be an http(s) URL" });
   });
 
+  it("getFileStream of a /tmp file is a read stream of it: form-data names and types the upload from its path; data: URLs", async () => {
+    // An action that uploads what an earlier workflow step left in /tmp, as published upload actions
+    // do, without importing fs itself; and one that does, which gets fs.ReadStream itself.
+    const upload = await prepareCode(
+      runtime,
+      `import FormData from "form-data";
+       import axios from "axios";
+       import { getFileStream, getFileStreamAndMetadata } from "@pipedream/platform";
+       export default { name: "upload", version: "1", type: "action", props: { base: "string" }, async run() {
+         const stream = await getFileStream("/tmp/photo.png");
+         const form = new FormData();
+         form.append("file", stream);
+         await axios.post(this.base + "/upload-photo", form, { headers: form.getHeaders() });
+         const text = async (s) => { let out = ""; for await (const chunk of s) out += chunk.toString(); return out; };
+         const data = await getFileStreamAndMetadata("data:text/csv;name=rows.csv;base64," + Buffer.from("a,b\\n1,2\\n").toString("base64"));
+         const plain = await getFileStreamAndMetadata("data:,Hello%2C%20World");
+         let bad; try { await getFileStream("data:text/plain;base64"); } catch (e) { bad = e.message; }
+         return {
+           path: stream.path,
+           data: { text: await text(data.stream), ...data.metadata },
+           plain: { text: await text(plain.stream), ...plain.metadata },
+           bad,
+         };
+       } };`,
+    );
+    const png = Buffer.from("PNG-bytes");
+    const tmp = [{ path: "/tmp/photo.png", kind: "file" as const, data: png, mtimeMs: Date.now(), birthtimeMs: Date.now() }];
+    const uploaded = await runtime.invoke(invocation(upload, { method: "run", props: { base: server.url }, tmp }));
+    expect(uploaded.ok, JSON.stringify(uploaded.error)).to.equal(true);
+    expect(uploaded.returnValue).to.deep.equal({
+      path: "/tmp/photo.png",
+      data: { text: "a,b\n1,2\n", size: 8, contentType: "text/csv", name: "rows.csv" },
+      plain: { text: "Hello, World", size: 12, contentType: "text/plain", name: "file.txt" },
+      bad: "Failed to read the data URL: it has no comma before its data",
+    });
+    const sent = server.requests.find((r) => r.url === "/upload-photo");
+    // As form-data names and types a part from an fs.ReadStream: its path's base name and extension.
+    expect(sent?.body).to.include(
+      'Content-Disposition: form-data; name="file"; filename="photo.png"\r\nContent-Type: image/png\r\n\r\nPNG-bytes',
+    );
+    const withFs = await prepareCode(
+      runtime,
+      `import fs from "fs";
+       import { getFileStream } from "@pipedream/platform";
+       export default { name: "with fs", version: "1", type: "action", props: {}, async run() {
+         fs.writeFileSync("/tmp/a.txt", "from fs");
+         const stream = await getFileStream("/tmp/a.txt");
+         let text = ""; for await (const chunk of stream) text += chunk;
+         return { readStream: stream instanceof fs.ReadStream, path: stream.path, text };
+       } };`,
+    );
+    const read = await runtime.invoke(invocation(withFs, { method: "run" }));
+    expect(read.ok, JSON.stringify(read.error)).to.equal(true);
+    expect(read.returnValue).to.deep.equal({ readStream: true, path: "/tmp/a.txt", text: "from fs" });
+  });
+
   it("serves every name @pipedream/platform exports: SQL app bases, file streams, OAuth 1.0a signing input, $end", async () => {
     // An app file in the registry's style: its methods spread the platform's SQL bases when it
     // loads, so a missing export failed every source of the app.
@@ -151,7 +207,7 @@ describe("runtime: modules in the sandbox", function () {
     });
     expect(e.notFound).to.deep.include({ message: "File not found: /tmp/nothing.txt" });
     expect(e.outside).to.deep.include({ message: "File not found: /etc/passwd" });
-    expect(e.notHttp).to.deep.include({ message: "Failed to fetch ftp://example.com/x: only http and https URLs can be fetched" });
+    expect(e.notHttp).to.deep.include({ message: "Failed to fetch ftp://example.com/x: only http, https and data URLs can be fetched" });
     expect(e.gone).to.deep.include({ message: `Failed to fetch ${server.url}/missing: 404 Not Found` });
     // What OAuth 1.0a signs: the URL's parameters RFC 3986-escaped after its own query, the
     // fragment dropped, and a form body's parameters.

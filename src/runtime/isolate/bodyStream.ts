@@ -16,6 +16,22 @@ export function registerReadable(readable: ReadableLike): void {
   registered ??= readable;
 }
 
+let readStreamOf: ((path: string) => unknown) | undefined;
+
+/** Called by the bundled `fs` module when it loads: its fs.ReadStream for a file of /tmp. */
+export function registerReadStream(make: (path: string) => unknown): void {
+  readStreamOf ??= make;
+}
+
+/**
+ * A file of the run's /tmp as a stream, as Node's `fs.createReadStream(path)`: the bundled `fs`
+ * module's ReadStream when the component has it (`instanceof fs.ReadStream` holds), else a body
+ * stream that carries the file's `path`, which form-data and SDKs name and type an upload from.
+ */
+export function fileStream(path: string, data: Uint8Array): unknown {
+  return readStreamOf ? readStreamOf(path) : Object.assign(bodyStream(data) as object, { path });
+}
+
 class BodyStream extends EventEmitter {
   readable = true;
   readableEnded = false;

@@ -223,6 +223,7 @@ const modules: Record<string, () => unknown> = {
       HttpBridgeError,
       tmp: tmpStore,
       registerReadable: (require("./bodyStream.js") as typeof import("./bodyStream.js")).registerReadable,
+      registerReadStream: (require("./bodyStream.js") as typeof import("./bodyStream.js")).registerReadStream,
     }),
   ),
 };

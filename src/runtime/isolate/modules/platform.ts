@@ -2,9 +2,10 @@
 // exports that a component can use at run time. App files spread `sqlProxy.methods` and
 // `sqlProp.methods` into their own when they load, and import the file helpers for their actions,
 // so a missing name broke every source of those apps (docs/compatibility.md).
+import { Buffer } from "buffer";
 import axiosClient, { type AxiosRequestConfig } from "./axios.js";
 import { parse as parseQuery, stringify as stringifyQuery } from "./querystring.js";
-import { bodyStream } from "../bodyStream.js";
+import { bodyStream, fileStream } from "../bodyStream.js";
 import { tmpStore } from "../tmpStore.js";
 import { isTmpPath, normalizePath } from "../tmpPath.js";
 import { contentTypeOf } from "../contentTypes.js";
@@ -174,10 +175,76 @@ function remoteUrl(pathOrUrl: string): URL | undefined {
   } catch {
     return undefined;
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new Error(`Failed to fetch ${pathOrUrl}: only http and https URLs can be fetched`);
+  if (url.protocol !== "http:" && url.protocol !== "https:" && url.protocol !== "data:") {
+    throw new Error(`Failed to fetch ${pathOrUrl}: only http, https and data URLs can be fetched`);
   }
   return url;
+}
+
+/** The extension a file of this content type usually has (the reverse of contentTypeOf's table, for common types). */
+function extensionOf(contentType: string): string | undefined {
+  for (const ext of [
+    "txt",
+    "csv",
+    "html",
+    "css",
+    "md",
+    "xml",
+    "json",
+    "js",
+    "pdf",
+    "zip",
+    "png",
+    "jpg",
+    "gif",
+    "webp",
+    "svg",
+    "mp3",
+    "wav",
+    "mp4",
+  ])
+    if (contentTypeOf(`f.${ext}`) === contentType) return ext;
+  return undefined;
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * A `data:` URL's bytes and what it says of them (RFC 2397: `data:[<type>][;name=<name>][;base64],<data>`):
+ * its media type (text/plain by default), and a `name` or `filename` parameter as the file's name,
+ * else `file.<extension of the type>`.
+ */
+function dataUrl(text: string): { body: Uint8Array; metadata: FileMetadata } {
+  const comma = text.indexOf(",");
+  if (comma < 0) throw new Error("Failed to read the data URL: it has no comma before its data");
+  const params = text.slice("data:".length, comma).split(";");
+  const base64 = params[params.length - 1].toLowerCase() === "base64";
+  if (base64) params.pop();
+  const contentType = (params[0] ?? "").trim().toLowerCase() || "text/plain";
+  let name: string | undefined;
+  for (const param of params.slice(1)) {
+    const eq = param.indexOf("=");
+    const key = param.slice(0, eq).trim().toLowerCase();
+    if (eq > 0 && (key === "name" || key === "filename")) name = safeDecode(param.slice(eq + 1));
+  }
+  let data: string;
+  try {
+    data = decodeURIComponent(text.slice(comma + 1));
+  } catch {
+    throw new Error("Failed to read the data URL: its data is not percent-encoded text");
+  }
+  const body = Buffer.from(data, base64 ? "base64" : "utf8");
+  const ext = extensionOf(contentType.split(";")[0]);
+  return {
+    body,
+    metadata: { size: body.byteLength, contentType, name: name ?? (ext ? `file.${ext}` : "file") },
+  };
 }
 
 /**
@@ -194,9 +261,13 @@ export async function getFileStreamAndMetadata(pathOrUrl: string): Promise<{ str
     if (entry?.kind !== "file") throw new Error(`File not found: ${pathOrUrl}`);
     const name = path.slice(path.lastIndexOf("/") + 1);
     return {
-      stream: bodyStream(entry.data),
+      stream: fileStream(path, entry.data),
       metadata: { size: entry.data.byteLength, lastModified: new Date(entry.mtimeMs), name, contentType: contentTypeOf(name) },
     };
+  }
+  if (url.protocol === "data:") {
+    const { body, metadata } = dataUrl(pathOrUrl);
+    return { stream: bodyStream(body), metadata };
   }
   const response = await axiosClient.request({
     url: url.toString(),

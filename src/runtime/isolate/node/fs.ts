@@ -534,6 +534,8 @@ export class WriteStream extends Writable {
 }
 
 const createReadStream = (p: PathLike, options?: unknown) => new ReadStream(p, options);
+// The platform's getFileStream(path) answers this module's ReadStream once the component has it.
+internals().registerReadStream((p) => new ReadStream(p));
 const createWriteStream = (p: PathLike, options?: unknown) => new WriteStream(p, options);
 
 // ---- callback and promise forms ----

@@ -8,6 +8,7 @@ export interface Internals {
   HttpBridgeError: typeof HttpBridgeError;
   tmp: typeof tmpStore;
   registerReadable(readable: { from(chunks: unknown[], options?: { objectMode?: boolean }): unknown }): void;
+  registerReadStream(make: (path: string) => unknown): void;
 }
 
 export function internals(): Internals {

@@ -3,20 +3,13 @@
 // (createPrivateKey, createPublicKey) and signatures (createSign, createVerify, sign, verify).
 // Digests and signatures run on the host (node:crypto) through one synchronous bridge call each,
 // bounded there (sandbox/hostKeys.ts); an asymmetric key is held here as its DER, out of reach of
-// the KeyObject's user. Ciphers, key derivation and key generation are not available.
+// the KeyObject's user. Ciphers have their own module (cryptoCipher.ts), re-exported here. Key
+// derivation and key generation are not available.
 import { Buffer } from "buffer";
 import { hostSync } from "../bridge.js";
 import { concatBytes } from "../textCodec.js";
-
-type Data = string | Uint8Array | ArrayBuffer | DataView;
-
-function toBytes(data: Data, encoding?: string): Uint8Array {
-  if (typeof data === "string") return Buffer.from(data, (encoding ?? "utf8") as BufferEncoding);
-  if (data instanceof Uint8Array) return data;
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  throw new TypeError('The "data" argument must be of type string or an instance of Buffer, TypedArray, or DataView');
-}
+import { type Data, describeReceived, isBinary, nodeError, toBytes } from "./cryptoArgs.js";
+import { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers } from "./cryptoCipher.js";
 
 function encodeDigest(bytes: Uint8Array, encoding?: string): string | Buffer {
   const buf = Buffer.from(bytes);
@@ -57,21 +50,6 @@ export class Hmac extends Digest {}
 export function createHash(algorithm: string): Hash {
   return new Hash(String(algorithm), undefined);
 }
-
-function nodeError<E extends Error>(err: E, code: string): E & { code: string } {
-  return Object.assign(err, { code });
-}
-
-function describeReceived(value: unknown): string {
-  if (value === null || value === undefined) return ` Received ${String(value)}`;
-  if (typeof value === "object" || typeof value === "function") {
-    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
-    return typeof name === "string" && name !== "" ? ` Received an instance of ${name}` : " Received an object";
-  }
-  return ` Received type ${typeof value} (${String(value).slice(0, 25)})`;
-}
-
-const isBinary = (v: unknown): v is Uint8Array | ArrayBuffer | DataView => v instanceof ArrayBuffer || ArrayBuffer.isView(v);
 
 // The bytes of each secret KeyObject, out of reach of the object itself (no field to read or overwrite).
 const secretBytes = new WeakMap<KeyObject, Uint8Array>();
@@ -619,15 +597,17 @@ export function getHashes(): string[] {
 
 function unavailable(name: string) {
   return () => {
-    throw new Error(`crypto.${name} is not available in the Headwater sandbox (hashes, HMAC, random values, keys and signatures are)`);
+    throw new Error(
+      `crypto.${name} is not available in the Headwater sandbox (hashes, HMAC, random values, keys, signatures and ciphers are)`,
+    );
   };
 }
 
-export const createCipheriv = unavailable("createCipheriv");
-export const createDecipheriv = unavailable("createDecipheriv");
 export const generateKeyPairSync = unavailable("generateKeyPairSync");
 export const pbkdf2Sync = unavailable("pbkdf2Sync");
 export const scryptSync = unavailable("scryptSync");
+
+export { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers };
 
 export const webcrypto = { getRandomValues, randomUUID };
 
@@ -643,8 +623,11 @@ export default {
   getRandomValues,
   timingSafeEqual,
   getHashes,
+  getCiphers,
   createCipheriv,
   createDecipheriv,
+  Cipheriv,
+  Decipheriv,
   createSign,
   createVerify,
   sign,

@@ -3,13 +3,14 @@
 // (createPrivateKey, createPublicKey) and signatures (createSign, createVerify, sign, verify).
 // Digests and signatures run on the host (node:crypto) through one synchronous bridge call each,
 // bounded there (sandbox/hostKeys.ts); an asymmetric key is held here as its DER, out of reach of
-// the KeyObject's user. Ciphers have their own module (cryptoCipher.ts), re-exported here. Key
-// derivation and key generation are not available.
+// the KeyObject's user. Ciphers (cryptoCipher.ts) and key
+// derivation (cryptoDerive.ts) have their own modules, re-exported here.
 import { Buffer } from "buffer";
 import { hostSync } from "../bridge.js";
 import { concatBytes } from "../textCodec.js";
 import { type Data, describeReceived, isBinary, nodeError, toBytes } from "./cryptoArgs.js";
 import { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers } from "./cryptoCipher.js";
+import { hkdf, hkdfSync, pbkdf2, pbkdf2Sync, scrypt, scryptSync } from "./cryptoDerive.js";
 
 function encodeDigest(bytes: Uint8Array, encoding?: string): string | Buffer {
   const buf = Buffer.from(bytes);
@@ -598,16 +599,15 @@ export function getHashes(): string[] {
 function unavailable(name: string) {
   return () => {
     throw new Error(
-      `crypto.${name} is not available in the Headwater sandbox (hashes, HMAC, random values, keys, signatures and ciphers are)`,
+      `crypto.${name} is not available in the Headwater sandbox (hashes, HMAC, random values, keys, signatures, ciphers and key derivation are)`,
     );
   };
 }
 
 export const generateKeyPairSync = unavailable("generateKeyPairSync");
-export const pbkdf2Sync = unavailable("pbkdf2Sync");
-export const scryptSync = unavailable("scryptSync");
 
 export { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers };
+export { hkdf, hkdfSync, pbkdf2, pbkdf2Sync, scrypt, scryptSync };
 
 export const webcrypto = { getRandomValues, randomUUID };
 
@@ -636,8 +636,12 @@ export default {
   Sign,
   Verify,
   generateKeyPairSync,
+  pbkdf2,
   pbkdf2Sync,
+  scrypt,
   scryptSync,
+  hkdf,
+  hkdfSync,
   webcrypto,
   Hash,
   Hmac,

@@ -256,11 +256,78 @@ function signedData(v: unknown): Uint8Array {
   return v;
 }
 
+// --- Key generation ----------------------------------------------------------------------------
+
+/** RSA moduli generated here: a 4096-bit key takes about a second; larger ones take many. */
+export const MAX_GENERATED_MODULUS_BITS = 4096;
+const GENERATE_OPTIONS = [
+  "modulusLength",
+  "publicExponent",
+  "hashAlgorithm",
+  "mgf1HashAlgorithm",
+  "saltLength",
+  "hash",
+  "mgf1Hash",
+  "namedCurve",
+  "paramEncoding",
+];
+
+/** An encoding option as Node reads it: strings (and a passphrase's bytes) only. */
+function encoding(v: unknown): unknown {
+  if (typeof v !== "object" || v === null) return v;
+  const o = v as Args;
+  const out: Args = {};
+  for (const name of ["format", "type", "cipher"]) if (o[name] !== undefined) out[name] = o[name];
+  if (o["passphrase"] !== undefined) {
+    const p = o["passphrase"];
+    out["passphrase"] = p instanceof Uint8Array ? Buffer.from(passphrase(p) as Uint8Array) : passphrase(p);
+  }
+  return out;
+}
+
+/** generateKeyPairSync: Node checks the type and options; the moduli and types are bounded first. */
+function generateKeyPair(a: Args) {
+  const type = a["type"];
+  const given = (typeof a["options"] === "object" && a["options"] !== null ? a["options"] : undefined) as Args | undefined;
+  // DSA and DH parameters take many seconds to generate; other unknown types are Node's to refuse.
+  if (type === "dsa" || type === "dh")
+    throw codedError(
+      Error,
+      `Generating ${type} keys is not available in the Headwater sandbox (rsa, rsa-pss, ec, ed25519, ed448, x25519 and x448 are)`,
+      "ERR_FEATURE_UNAVAILABLE_ON_PLATFORM",
+    );
+  const bits = given?.["modulusLength"];
+  if (typeof bits === "number" && bits > MAX_GENERATED_MODULUS_BITS)
+    throw codedError(
+      RangeError,
+      `The modulusLength is ${bits} bits; the Headwater sandbox generates keys of at most ${MAX_GENERATED_MODULUS_BITS} bits (host-side work is bounded)`,
+      "ERR_OUT_OF_RANGE",
+    );
+  let options: Args | undefined;
+  if (given !== undefined) {
+    options = {};
+    for (const name of GENERATE_OPTIONS) if (given[name] !== undefined) options[name] = given[name];
+    options["publicKeyEncoding"] = encoding(given["publicKeyEncoding"]);
+    options["privateKeyEncoding"] = encoding(given["privateKeyEncoding"]);
+  }
+  const generate = crypto.generateKeyPairSync as (type: unknown, options: unknown) => { publicKey: unknown; privateKey: unknown };
+  const pair = generate(type, options ?? a["options"]);
+  const side = (key: unknown) => {
+    if (key instanceof crypto.KeyObject) return { key: describeKey(key) };
+    if (typeof key === "string") return { value: key };
+    if (key instanceof Uint8Array) return { value: new Uint8Array(key) };
+    return { jwk: JSON.stringify(key) };
+  };
+  return { publicKey: side(pair.publicKey), privateKey: side(pair.privateKey) };
+}
+
 /** The crypto host operations on asymmetric keys; undefined for an operation that is not one. */
 export function keyOperation(op: string, a: Args): { value: unknown } | undefined {
   switch (op) {
     case "crypto.createKey":
       return { value: createKey(a) };
+    case "crypto.generateKeyPair":
+      return { value: generateKeyPair(a) };
     case "crypto.exportKey":
       return { value: exportKey(a) };
     case "crypto.keyEquals": {

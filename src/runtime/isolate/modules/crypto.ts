@@ -3,12 +3,12 @@
 // (createPrivateKey, createPublicKey) and signatures (createSign, createVerify, sign, verify).
 // Digests and signatures run on the host (node:crypto) through one synchronous bridge call each,
 // bounded there (sandbox/hostKeys.ts); an asymmetric key is held here as its DER, out of reach of
-// the KeyObject's user. Ciphers (cryptoCipher.ts) and key
+// the KeyObject's user. Key pairs are generated there too. Ciphers (cryptoCipher.ts) and key
 // derivation (cryptoDerive.ts) have their own modules, re-exported here.
 import { Buffer } from "buffer";
 import { hostSync } from "../bridge.js";
 import { concatBytes } from "../textCodec.js";
-import { type Data, describeReceived, isBinary, nodeError, toBytes } from "./cryptoArgs.js";
+import { type Data, checkCallback, describeReceived, invalidType, isBinary, later, nodeError, toBytes } from "./cryptoArgs.js";
 import { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers } from "./cryptoCipher.js";
 import { hkdf, hkdfSync, pbkdf2, pbkdf2Sync, scrypt, scryptSync } from "./cryptoDerive.js";
 
@@ -596,15 +596,104 @@ export function getHashes(): string[] {
   return hostSync<string[]>("crypto.hashes", {});
 }
 
-function unavailable(name: string) {
-  return () => {
-    throw new Error(
-      `crypto.${name} is not available in the Headwater sandbox (hashes, HMAC, random values, keys, signatures, ciphers and key derivation are)`,
-    );
-  };
+/** Node's way of showing a wrong option value: strings quoted, other values as they print. */
+const shown = (v: unknown) => (typeof v === "string" ? `'${v}'` : String(v));
+
+const KEY_PAIR_OPTIONS = [
+  "modulusLength",
+  "publicExponent",
+  "hashAlgorithm",
+  "mgf1HashAlgorithm",
+  "saltLength",
+  "hash",
+  "mgf1Hash",
+  "namedCurve",
+  "paramEncoding",
+];
+
+/** A key encoding option (publicKeyEncoding, privateKeyEncoding) as plain data for the host, which checks it with Node. */
+function keyEncoding(v: unknown): unknown {
+  if (v === null || typeof v !== "object") return v;
+  const o = v as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const name of ["format", "type", "cipher"])
+    if (o[name] !== undefined) out[name] = typeof o[name] === "object" ? String(o[name]) : o[name];
+  const passphrase = o["passphrase"];
+  if (passphrase !== undefined) out["passphrase"] = isBinary(passphrase) ? Uint8Array.from(toBytes(passphrase)) : String(passphrase);
+  return out;
 }
 
-export const generateKeyPairSync = unavailable("generateKeyPairSync");
+type GeneratedSide = { key?: unknown; value?: string | Uint8Array; jwk?: string };
+
+function generatedKey(side: GeneratedSide): unknown {
+  if (side.key !== undefined) return keyFromHost(side.key);
+  if (side.jwk !== undefined) return JSON.parse(side.jwk) as unknown;
+  return typeof side.value === "string" ? side.value : Buffer.from(side.value as Uint8Array);
+}
+
+function keyPair(type: unknown, options: unknown): { publicKey: unknown; privateKey: unknown } {
+  if (typeof type !== "string") throw invalidType("type", "of type string", type);
+  let given: Record<string, unknown> | undefined;
+  if (options !== undefined) {
+    if (options === null || typeof options !== "object") throw invalidType("options", "of type object", options);
+    const o = options as Record<string, unknown>;
+    given = {};
+    for (const name of KEY_PAIR_OPTIONS) if (o[name] !== undefined) given[name] = typeof o[name] === "object" ? String(o[name]) : o[name];
+    given["publicKeyEncoding"] = keyEncoding(o["publicKeyEncoding"]);
+    given["privateKeyEncoding"] = keyEncoding(o["privateKeyEncoding"]);
+  }
+  // Generated on the host (bounded there: RSA moduli of at most 4096 bits, no DSA or DH).
+  const pair = hostSync<{ publicKey: GeneratedSide; privateKey: GeneratedSide }>("crypto.generateKeyPair", { type, options: given });
+  return { publicKey: generatedKey(pair.publicKey), privateKey: generatedKey(pair.privateKey) };
+}
+
+/** Node's generateKeyPairSync: KeyObjects, or the encodings asked for (PEM or JWK text, DER bytes). */
+export function generateKeyPairSync(type: unknown, options?: unknown): { publicKey: unknown; privateKey: unknown } {
+  return keyPair(type, options);
+}
+
+/** generateKeyPair(type[, options], callback): callback(err, publicKey, privateKey) after this turn. */
+export function generateKeyPair(type: unknown, options: unknown, callback?: unknown): void {
+  if (typeof options === "function") [options, callback] = [undefined, options];
+  const cb = checkCallback(callback);
+  const pair = keyPair(type, options);
+  later(cb, pair.publicKey, pair.privateKey);
+}
+
+/** Node's generateKeySync: a secret KeyObject of random bytes, for "hmac" (8 to 2^31-1 bits) or "aes" (128, 192, 256). */
+export function generateKeySync(type: unknown, options: unknown): KeyObject {
+  if (typeof type !== "string") throw invalidType("type", "of type string", type);
+  if (options === null || typeof options !== "object") throw invalidType("options", "of type object", options);
+  const length = (options as { length?: unknown }).length;
+  if (type === "hmac") {
+    if (typeof length !== "number")
+      throw nodeError(
+        new TypeError(`The "options.length" property must be of type number.${describeReceived(length)}`),
+        "ERR_INVALID_ARG_TYPE",
+      );
+    if (!Number.isInteger(length) || length < 8 || length > 2 ** 31 - 1)
+      throw nodeError(
+        new RangeError(`The value of "options.length" is out of range. It must be >= 8 && <= 2147483647. Received ${length}`),
+        "ERR_OUT_OF_RANGE",
+      );
+  } else if (type === "aes") {
+    if (length !== 128 && length !== 192 && length !== 256)
+      throw nodeError(
+        new TypeError(`The property 'options.length' must be one of: 128, 192, 256. Received ${shown(length)}`),
+        "ERR_INVALID_ARG_VALUE",
+      );
+  } else
+    throw nodeError(new TypeError(`The argument 'type' must be a supported key type. Received ${shown(type)}`), "ERR_INVALID_ARG_VALUE");
+  const bytes = new Uint8Array(Math.floor(length / 8));
+  fillRandom(bytes);
+  return new SecretKeyObject(new SecretKeyHandle(bytes));
+}
+
+/** generateKey(type, options, callback): callback(err, key) after this turn. */
+export function generateKey(type: unknown, options: unknown, callback?: unknown): void {
+  const cb = checkCallback(callback);
+  later(cb, generateKeySync(type, options));
+}
 
 export { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers };
 export { hkdf, hkdfSync, pbkdf2, pbkdf2Sync, scrypt, scryptSync };
@@ -636,6 +725,9 @@ export default {
   Sign,
   Verify,
   generateKeyPairSync,
+  generateKeyPair,
+  generateKeySync,
+  generateKey,
   pbkdf2,
   pbkdf2Sync,
   scrypt,

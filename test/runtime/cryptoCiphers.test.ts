@@ -593,6 +593,74 @@ describe("runtime: crypto ciphers, key derivation and key generation", function 
     });
   });
 
+  it("agrees on shared secrets with Node: createECDH (P-256, secp256k1) and diffieHellman of x25519 and EC KeyObjects", async () => {
+    const hostEcdh = crypto.createECDH("prime256v1");
+    hostEcdh.generateKeys();
+    const k1 = crypto.createECDH("secp256k1");
+    k1.generateKeys();
+    const x = crypto.generateKeyPairSync("x25519");
+    const e = await run(
+      `import crypto from "crypto";
+       export default { name: "ecdh", version: "1", async run(event) {
+         const err = (f) => { try { f(); return null; } catch (e) { return { message: e.message, code: e.code ?? null, name: e.name }; } };
+         const ecdh = crypto.createECDH("prime256v1");
+         const publicKey = ecdh.generateKeys("hex");
+         const set = crypto.createECDH("secp256k1").setPrivateKey(event.k1Private, "hex");
+         const x = crypto.generateKeyPairSync("x25519");
+         const ec = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" });
+         this.$emit({
+           publicKey,
+           compressed: ecdh.getPublicKey("hex", "compressed"),
+           secret: ecdh.computeSecret(event.hostPublic, "hex", "hex"),
+           k1Public: set.getPublicKey("hex"),
+           k1Secret: set.computeSecret(Buffer.from(event.k1Public, "hex")).toString("hex"),
+           converted: crypto.ECDH.convertKey(event.hostPublic, "prime256v1", "hex", "hex", "compressed"),
+           x: { public: x.publicKey.export({ type: "spki", format: "pem" }), secret: crypto.diffieHellman({ privateKey: x.privateKey, publicKey: crypto.createPublicKey(event.xPublic) }).toString("hex") },
+           curves: crypto.getCurves().includes("prime256v1"),
+           errors: {
+             curve: err(() => crypto.createECDH("foo")),
+             point: err(() => ecdh.computeSecret(Buffer.alloc(65, 1))),
+             early: err(() => crypto.createECDH("prime256v1").getPrivateKey()),
+             noPair: err(() => crypto.createECDH("prime256v1").computeSecret(Buffer.from(publicKey, "hex"))),
+             format: err(() => ecdh.getPublicKey("hex", "foo")),
+             mixed: err(() => crypto.diffieHellman({ privateKey: x.privateKey, publicKey: ec.publicKey })),
+             publicAsPrivate: err(() => crypto.diffieHellman({ privateKey: x.publicKey, publicKey: x.publicKey })),
+             notKey: err(() => crypto.diffieHellman({ privateKey: "x", publicKey: x.publicKey })),
+           },
+         });
+       } };`,
+      {
+        hostPublic: hostEcdh.getPublicKey("hex"),
+        k1Private: k1.getPrivateKey("hex"),
+        k1Public: k1.getPublicKey("hex"),
+        xPublic: x.publicKey.export({ type: "spki", format: "pem" }),
+      },
+    );
+    expect(e.secret).to.equal(hostEcdh.computeSecret(e.publicKey, "hex", "hex"));
+    expect(e.compressed).to.equal(crypto.ECDH.convertKey(e.publicKey, "prime256v1", "hex", "hex", "compressed"));
+    expect(e.k1Public).to.equal(k1.getPublicKey("hex"));
+    expect(e.k1Secret).to.equal(k1.computeSecret(k1.getPublicKey()).toString("hex"));
+    expect(e.converted).to.equal(crypto.ECDH.convertKey(hostEcdh.getPublicKey(), "prime256v1", undefined, "hex", "compressed"));
+    expect(e.x.secret).to.equal(
+      crypto.diffieHellman({ privateKey: x.privateKey, publicKey: crypto.createPublicKey(e.x.public) }).toString("hex"),
+    );
+    expect(e.curves).to.equal(true);
+    expect(e.errors).to.deep.equal({
+      curve: { message: "Invalid EC curve name", code: "ERR_CRYPTO_INVALID_CURVE", name: "TypeError" },
+      point: { message: "Public key is not valid for specified curve", code: "ERR_CRYPTO_ECDH_INVALID_PUBLIC_KEY", name: "Error" },
+      early: { message: "Failed to get ECDH private key", code: "ERR_CRYPTO_OPERATION_FAILED", name: "Error" },
+      noPair: { message: "Invalid key pair", code: "ERR_CRYPTO_INVALID_KEYPAIR", name: "RangeError" },
+      format: { message: "Invalid ECDH format: foo", code: "ERR_CRYPTO_ECDH_INVALID_FORMAT", name: "TypeError" },
+      mixed: { message: "Incompatible key types for Diffie-Hellman: x25519 and ec", code: "ERR_CRYPTO_INCOMPATIBLE_KEY", name: "Error" },
+      publicAsPrivate: {
+        message: "Invalid key object type public, expected private.",
+        code: "ERR_CRYPTO_INVALID_KEY_OBJECT_TYPE",
+        name: "TypeError",
+      },
+      notKey: { message: "The property 'options.privateKey' is invalid. Received 'x'", code: "ERR_INVALID_ARG_VALUE", name: "TypeError" },
+    });
+  });
+
   it("runs cryptr 6.4 (pbkdf2Sync and aes-256-gcm) and @wecom/crypto 1.0 (aes-256-cbc, padding off) from the registry, both ways with Node", async () => {
     const secret = "cryptr secret";
     // cryptr's format, made by Node: salt (64) | iv (16) | tag (16) | ciphertext, in hex.

@@ -321,6 +321,52 @@ function generateKeyPair(a: Args) {
   return { publicKey: side(pair.publicKey), privateKey: side(pair.privateKey) };
 }
 
+// --- Diffie-Hellman -----------------------------------------------------------------------------
+
+/** createECDH's operations, on raw keys the isolate holds and hands over: one EC point multiplication at most. */
+function ecdh(a: Args): unknown {
+  const action = a["action"];
+  if (action === "curves") return crypto.getCurves();
+  const curve = boundedString(a["curve"], 64, "curve");
+  const raw = (name: string) => Buffer.from(keyBytes(a[name], name));
+  switch (action) {
+    case "check":
+      crypto.createECDH(curve);
+      return true;
+    case "convert":
+      return new Uint8Array(
+        crypto.ECDH.convertKey(
+          raw("key"),
+          curve,
+          undefined,
+          undefined,
+          optionalString(a["format"], 16, "format") as "compressed",
+        ) as Buffer,
+      );
+    case "generate":
+    case "setPrivate": {
+      const e = crypto.createECDH(curve);
+      if (action === "generate") e.generateKeys();
+      else e.setPrivateKey(raw("privateKey"));
+      return { privateKey: new Uint8Array(e.getPrivateKey()), publicKey: new Uint8Array(e.getPublicKey()) };
+    }
+    case "compute": {
+      const e = crypto.createECDH(curve);
+      e.setPrivateKey(raw("privateKey"));
+      return new Uint8Array(e.computeSecret(raw("key")));
+    }
+    default:
+      throw codedError(TypeError, "unknown ECDH action", "ERR_INVALID_ARG_VALUE");
+  }
+}
+
+/** crypto.diffieHellman of two held keys (x25519, x448, ec, dh): Node checks their types and curves. */
+function diffieHellman(a: Args): Uint8Array {
+  const privateKey = heldKey(a["privateKey"]);
+  const publicKey = heldKey(a["publicKey"]);
+  return new Uint8Array(crypto.diffieHellman({ privateKey, publicKey }));
+}
+
 /** The crypto host operations on asymmetric keys; undefined for an operation that is not one. */
 export function keyOperation(op: string, a: Args): { value: unknown } | undefined {
   switch (op) {
@@ -328,6 +374,10 @@ export function keyOperation(op: string, a: Args): { value: unknown } | undefine
       return { value: createKey(a) };
     case "crypto.generateKeyPair":
       return { value: generateKeyPair(a) };
+    case "crypto.ecdh":
+      return { value: ecdh(a) };
+    case "crypto.diffieHellman":
+      return { value: diffieHellman(a) };
     case "crypto.exportKey":
       return { value: exportKey(a) };
     case "crypto.keyEquals": {

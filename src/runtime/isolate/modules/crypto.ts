@@ -3,14 +3,16 @@
 // (createPrivateKey, createPublicKey) and signatures (createSign, createVerify, sign, verify).
 // Digests and signatures run on the host (node:crypto) through one synchronous bridge call each,
 // bounded there (sandbox/hostKeys.ts); an asymmetric key is held here as its DER, out of reach of
-// the KeyObject's user. Key pairs are generated there too. Ciphers (cryptoCipher.ts) and key
-// derivation (cryptoDerive.ts) have their own modules, re-exported here.
+// the KeyObject's user. Key pairs are generated there too, and diffieHellman of two keys. Ciphers
+// (cryptoCipher.ts), key derivation (cryptoDerive.ts) and createECDH (cryptoEcdh.ts) have their
+// own modules, re-exported here.
 import { Buffer } from "buffer";
 import { hostSync } from "../bridge.js";
 import { concatBytes } from "../textCodec.js";
 import { type Data, checkCallback, describeReceived, invalidType, isBinary, later, nodeError, toBytes } from "./cryptoArgs.js";
 import { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers } from "./cryptoCipher.js";
 import { hkdf, hkdfSync, pbkdf2, pbkdf2Sync, scrypt, scryptSync } from "./cryptoDerive.js";
+import { ECDH, createECDH, getCurves } from "./cryptoEcdh.js";
 
 function encodeDigest(bytes: Uint8Array, encoding?: string): string | Buffer {
   const buf = Buffer.from(bytes);
@@ -695,7 +697,27 @@ export function generateKey(type: unknown, options: unknown, callback?: unknown)
   later(cb, generateKeySync(type, options));
 }
 
+/** crypto.diffieHellman({ privateKey, publicKey }): the shared secret of two KeyObjects (x25519, x448, ec), computed on the host. */
+export function diffieHellman(options: unknown): Buffer {
+  if (options === null || typeof options !== "object") throw invalidType("options", "of type object", options);
+  const key = (name: "privateKey" | "publicKey") => {
+    const given = (options as Record<string, unknown>)[name];
+    const held = given instanceof KeyObject ? heldKeys.get(given) : undefined;
+    if (held === undefined) {
+      const received =
+        given !== null && typeof given === "object" && !(given instanceof KeyObject)
+          ? describeReceived(given)
+          : ` Received ${shown(given)}`;
+      throw nodeError(new TypeError(`The property 'options.${name}' is invalid.${received}`), "ERR_INVALID_ARG_VALUE");
+    }
+    if (name === "privateKey" && held.type !== "private") throw wrongKeyType(given as KeyObject, "private");
+    return keyRef(held);
+  };
+  return Buffer.from(hostSync<Uint8Array>("crypto.diffieHellman", { privateKey: key("privateKey"), publicKey: key("publicKey") }));
+}
+
 export { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers };
+export { ECDH, createECDH, getCurves };
 export { hkdf, hkdfSync, pbkdf2, pbkdf2Sync, scrypt, scryptSync };
 
 export const webcrypto = { getRandomValues, randomUUID };
@@ -728,6 +750,10 @@ export default {
   generateKeyPair,
   generateKeySync,
   generateKey,
+  createECDH,
+  ECDH,
+  getCurves,
+  diffieHellman,
   pbkdf2,
   pbkdf2Sync,
   scrypt,

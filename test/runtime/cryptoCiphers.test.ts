@@ -47,6 +47,9 @@ SUITE.push({
   tagLength: 8,
 });
 SUITE.push({ name: "des-ede3-cbc", key: crypto.randomBytes(24).toString("hex"), iv: crypto.randomBytes(8).toString("hex") });
+// The other 16-byte block ciphers' counter modes carry as AES-CTR does.
+SUITE.push({ name: "camellia-256-ctr", key: crypto.randomBytes(32).toString("hex"), iv: "0000000000000000fffffffffffffffd" });
+SUITE.push({ name: "sm4-ctr", key: crypto.randomBytes(16).toString("hex"), iv: "000000000000000000fffffffffffffd" });
 
 const AEAD = /gcm|poly1305/i;
 

@@ -101,7 +101,9 @@ function defineLazyGlobal(name: string, make: () => unknown): void {
   });
 }
 
-const webCrypto = once(() => ({ getRandomValues: cryptoModule().getRandomValues, randomUUID: cryptoModule().randomUUID }));
+// The global `crypto` is node:crypto's `webcrypto`, as in Node: getRandomValues, randomUUID, subtle.
+const webCrypto = () => cryptoModule().webcrypto;
+const subtleLib = once(() => require("./subtle.js") as typeof import("./subtle.js"));
 const performance = {
   now: (() => {
     const t0 = Date.now();
@@ -150,6 +152,8 @@ const lazyGlobals: Record<string, () => unknown> = {
   AbortController: () => fetchLib().AbortController,
   AbortSignal: () => fetchLib().AbortSignal,
   crypto: webCrypto,
+  CryptoKey: () => subtleLib().CryptoKey,
+  SubtleCrypto: () => subtleLib().SubtleCrypto,
   process: sandboxProcess,
   // The web platform classes Node 20 has as globals; browser builds of packages use them.
   DOMException: () => domEvents().DOMException,

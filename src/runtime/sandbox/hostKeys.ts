@@ -16,11 +16,11 @@ const MAX_SCRYPT_WORK = 2 ** 22;
 type Args = Record<string, unknown>;
 
 /** An error as Node's crypto raises them: a class and a `code` the isolate rebuilds. */
-function codedError(ctor: ErrorConstructor | TypeErrorConstructor | RangeErrorConstructor, message: string, code: string): Error {
+export function codedError(ctor: ErrorConstructor | TypeErrorConstructor | RangeErrorConstructor, message: string, code: string): Error {
   return Object.assign(new ctor(message), { code });
 }
 
-function tooLarge(what: string, size: number, max: number, unit: string): Error {
+export function tooLarge(what: string, size: number, max: number, unit: string): Error {
   return codedError(
     RangeError,
     `The ${what} is ${size} ${unit}; the Headwater sandbox takes at most ${max} ${unit} (host-side work is bounded)`,
@@ -159,7 +159,7 @@ function checkKeySize(key: crypto.KeyObject): crypto.KeyObject {
 }
 
 /** A key as the isolate holds it: its type, what Node says of it, and its DER (PKCS#8 or SPKI). */
-function describeKey(key: crypto.KeyObject) {
+export function describeKey(key: crypto.KeyObject) {
   checkKeySize(key);
   const details: Record<string, string | number> = {};
   for (const [name, value] of Object.entries(key.asymmetricKeyDetails ?? {}))
@@ -170,7 +170,7 @@ function describeKey(key: crypto.KeyObject) {
 }
 
 /** The key the isolate hands back (as describeKey gave it), checked again: the isolate is not trusted. */
-function heldKey(v: unknown): crypto.KeyObject {
+export function heldKey(v: unknown): crypto.KeyObject {
   const a = (typeof v === "object" && v !== null ? v : {}) as Args;
   const der = keyBytes(a["der"]);
   const key =

@@ -1,10 +1,12 @@
 // Synchronous operations the isolate may ask of its runner process: URL parsing, hashing,
-// asymmetric keys and signatures (hostKeys.ts), ciphers (hostCiphers.ts) and key derivation
-// (hostDerive.ts). Every argument comes from untrusted code, so each is checked before use.
+// asymmetric keys and signatures (hostKeys.ts), ciphers (hostCiphers.ts), key derivation
+// (hostDerive.ts), and crypto.subtle's ciphers, key derivation and key generation
+// (hostSubtle.ts). Every argument comes from untrusted code, so each is checked before use.
 import crypto from "node:crypto";
 import { cipherOperation } from "./hostCiphers.js";
 import { deriveOperation } from "./hostDerive.js";
 import { keyOperation } from "./hostKeys.js";
+import { subtleOperation } from "./hostSubtle.js";
 
 export type SyncReply = { ok: true; value: unknown } | { ok: false; error: string; name?: string; code?: string };
 
@@ -87,7 +89,10 @@ export function hostOperation(op: unknown, args: unknown): SyncReply {
       case "crypto.hashes":
         return { ok: true, value: [...HASHES] };
       default: {
-        const done = typeof op === "string" ? (keyOperation(op, a) ?? cipherOperation(op, a) ?? deriveOperation(op, a)) : undefined;
+        const done =
+          typeof op === "string"
+            ? (keyOperation(op, a) ?? cipherOperation(op, a) ?? deriveOperation(op, a) ?? subtleOperation(op, a))
+            : undefined;
         if (done !== undefined) return { ok: true, value: done.value };
         return { ok: false, error: `unknown host operation ${String(op)}` };
       }

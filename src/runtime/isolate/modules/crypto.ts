@@ -13,6 +13,7 @@ import { type Data, checkCallback, describeReceived, invalidType, isBinary, late
 import { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers } from "./cryptoCipher.js";
 import { hkdf, hkdfSync, pbkdf2, pbkdf2Sync, scrypt, scryptSync } from "./cryptoDerive.js";
 import { ECDH, createECDH, getCurves } from "./cryptoEcdh.js";
+import { CryptoKey, subtle } from "../subtle.js";
 
 function encodeDigest(bytes: Uint8Array, encoding?: string): string | Buffer {
   const buf = Buffer.from(bytes);
@@ -720,7 +721,9 @@ export { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers };
 export { ECDH, createECDH, getCurves };
 export { hkdf, hkdfSync, pbkdf2, pbkdf2Sync, scrypt, scryptSync };
 
-export const webcrypto = { getRandomValues, randomUUID };
+// WebCrypto (crypto.subtle, CryptoKey: ../subtle.ts); the web global `crypto` is this object, as in Node.
+export { subtle };
+export const webcrypto = { getRandomValues, randomUUID, subtle, CryptoKey };
 
 export default {
   createHash,
@@ -761,6 +764,7 @@ export default {
   hkdf,
   hkdfSync,
   webcrypto,
+  subtle,
   Hash,
   Hmac,
   KeyObject,

@@ -3,7 +3,7 @@
 // way, non-extractable keys stay unreadable, the host's work is bounded, and jose 6 (whose only
 // build is the web one) signs and verifies. Real isolates; jose from the registry.
 import { expect } from "chai";
-import crypto from "node:crypto";
+import crypto, { type webcrypto } from "node:crypto";
 import { invocation, prepareCode, startRuntime, tempDir } from "./support.js";
 import type { Runtime } from "../../src/runtime/index.js";
 
@@ -197,5 +197,297 @@ describe("runtime: crypto.subtle (WebCrypto)", function () {
     fromNode.errors.nonExtractable = fromNode.errors.nonExtractableJwk = "InvalidAccessError";
     expect(fromNode.errors.tampered).to.equal("OperationError");
     for (const part of Object.keys(fromNode)) expect(e[part], part).to.deep.equal(fromNode[part]);
+  });
+
+  it("keys made in the sandbox work on the host and the host's in the sandbox: signatures, AES-GCM, RSA-OAEP, ECDH, wrapped keys; tampering is refused", async () => {
+    const data = Buffer.from("signed both ways: héllo");
+    const rsaParams = { modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]) };
+    const host = {
+      rs: (await subtle.generateKey({ name: "RSASSA-PKCS1-v1_5", ...rsaParams, hash: "SHA-256" }, true, [
+        "sign",
+        "verify",
+      ])) as webcrypto.CryptoKeyPair,
+      ps: (await subtle.generateKey({ name: "RSA-PSS", ...rsaParams, hash: "SHA-384" }, true, [
+        "sign",
+        "verify",
+      ])) as webcrypto.CryptoKeyPair,
+      es256: (await subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair,
+      es521: (await subtle.generateKey({ name: "ECDSA", namedCurve: "P-521" }, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair,
+      ed: (await subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair,
+    };
+    const params: Record<string, webcrypto.AlgorithmIdentifier | webcrypto.RsaPssParams | webcrypto.EcdsaParams> = {
+      rs: "RSASSA-PKCS1-v1_5",
+      ps: { name: "RSA-PSS", saltLength: 32 },
+      es256: { name: "ECDSA", hash: "SHA-256" },
+      es521: { name: "ECDSA", hash: "SHA-512" },
+      ed: "Ed25519",
+    };
+    const hostSigned: Record<string, { spki: string; sig: string; algorithm: unknown }> = {};
+    for (const [k, pair] of Object.entries(host))
+      hostSigned[k] = {
+        spki: hex(await subtle.exportKey("spki", pair.publicKey)),
+        sig: hex(await subtle.sign(params[k], pair.privateKey, data)),
+        algorithm: pair.publicKey.algorithm,
+      };
+    const aesRaw = crypto.randomBytes(32);
+    const aesKey = await subtle.importKey("raw", aesRaw, "AES-GCM", true, ["encrypt", "decrypt", "wrapKey", "unwrapKey"]);
+    const iv = crypto.randomBytes(12);
+    const hostCipher = await subtle.encrypt({ name: "AES-GCM", iv }, aesKey, Buffer.from("from the host"));
+    const oaep = (await subtle.generateKey({ name: "RSA-OAEP", ...rsaParams, hash: "SHA-256" }, true, [
+      "encrypt",
+      "decrypt",
+    ])) as webcrypto.CryptoKeyPair;
+    const ecdh = (await subtle.generateKey({ name: "ECDH", namedCurve: "P-256" }, true, ["deriveBits"])) as webcrypto.CryptoKeyPair;
+
+    const e = await run(
+      `import nodeCrypto from "node:crypto";
+       export default { name: "subtle-interop", version: "1", async run(event) {
+         const { subtle } = nodeCrypto.webcrypto;
+         const hex = (b) => Buffer.from(b).toString("hex");
+         const bytes = (h) => new Uint8Array(Buffer.from(h, "hex"));
+         const data = new TextEncoder().encode(event.data);
+         const rsa = { modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]) };
+         const algorithms = {
+           rs: [{ name: "RSASSA-PKCS1-v1_5", ...rsa, hash: "SHA-256" }, "RSASSA-PKCS1-v1_5"],
+           ps: [{ name: "RSA-PSS", ...rsa, hash: "SHA-384" }, { name: "RSA-PSS", saltLength: 32 }],
+           es256: [{ name: "ECDSA", namedCurve: "P-256" }, { name: "ECDSA", hash: "SHA-256" }],
+           es521: [{ name: "ECDSA", namedCurve: "P-521" }, { name: "ECDSA", hash: "SHA-512" }],
+           ed: [{ name: "Ed25519" }, "Ed25519"],
+         };
+         const signed = {}, verified = {};
+         for (const [k, [algorithm, params]] of Object.entries(algorithms)) {
+           const pair = await subtle.generateKey(algorithm, k === "ps", ["sign", "verify"]);
+           const alg = { ...pair.privateKey.algorithm };
+           if (alg.publicExponent) alg.publicExponent = hex(alg.publicExponent);
+           signed[k] = {
+             spki: hex(await subtle.exportKey("spki", pair.publicKey)), sig: hex(await subtle.sign(params, pair.privateKey, data)),
+             alg, usages: [pair.publicKey.usages, pair.privateKey.usages], extractable: [pair.publicKey.extractable, pair.privateKey.extractable],
+             types: [pair.publicKey.type, pair.privateKey.type],
+           };
+           const theirs = event.hostSigned[k];
+           const key = await subtle.importKey("spki", bytes(theirs.spki), theirs.algorithm, false, ["verify"]);
+           const tampered = bytes(theirs.sig); tampered[5] ^= 1;
+           verified[k] = [await subtle.verify(params, key, bytes(theirs.sig), data), await subtle.verify(params, key, tampered, data)];
+         }
+         const hmac = await subtle.generateKey({ name: "HMAC", hash: "SHA-512" }, true, ["sign", "verify"]);
+         const aes = await subtle.generateKey({ name: "AES-GCM", length: 256 }, true, ["encrypt", "decrypt"]);
+         const iv = crypto.getRandomValues(new Uint8Array(12));
+         const hostAes = await subtle.importKey("raw", bytes(event.aes), "AES-GCM", false, ["decrypt", "wrapKey"]);
+         const tampered = bytes(event.hostCipher); tampered[0] ^= 1;
+         let refused;
+         try { await subtle.decrypt({ name: "AES-GCM", iv: bytes(event.iv) }, hostAes, tampered); } catch (err) { refused = [err.name, err instanceof DOMException]; }
+         const oaep = await subtle.importKey("jwk", event.oaepPublic, { name: "RSA-OAEP", hash: "SHA-256" }, false, ["encrypt"]);
+         const ecdh = await subtle.generateKey({ name: "ECDH", namedCurve: "P-256" }, false, ["deriveBits"]);
+         const hostEcdh = await subtle.importKey("raw", bytes(event.ecdhPublic), { name: "ECDH", namedCurve: "P-256" }, true, []);
+         const wrapIv = crypto.getRandomValues(new Uint8Array(12));
+         this.$emit({
+           signed, verified,
+           hmac: { jwk: await subtle.exportKey("jwk", hmac), mac: hex(await subtle.sign("HMAC", hmac, data)), alg: hmac.algorithm },
+           aes: { raw: hex(await subtle.exportKey("raw", aes)), iv: hex(iv), cipher: hex(await subtle.encrypt({ name: "AES-GCM", iv }, aes, data)), alg: aes.algorithm },
+           fromHost: new TextDecoder().decode(await subtle.decrypt({ name: "AES-GCM", iv: bytes(event.iv) }, hostAes, bytes(event.hostCipher))),
+           refused,
+           oaep: hex(await subtle.encrypt({ name: "RSA-OAEP" }, oaep, new TextEncoder().encode("to the host"))),
+           ecdh: { public: hex(await subtle.exportKey("raw", ecdh.publicKey)), bits: hex(await subtle.deriveBits({ name: "ECDH", public: hostEcdh }, ecdh.privateKey, 256)) },
+           wrapped: { iv: hex(wrapIv), jwk: hex(await subtle.wrapKey("jwk", hmac, hostAes, { name: "AES-GCM", iv: wrapIv })) },
+         });
+       } };`,
+      {
+        data: data.toString(),
+        hostSigned,
+        aes: aesRaw.toString("hex"),
+        iv: iv.toString("hex"),
+        hostCipher: hex(hostCipher),
+        oaepPublic: await subtle.exportKey("jwk", oaep.publicKey),
+        ecdhPublic: hex(await subtle.exportKey("raw", ecdh.publicKey)),
+      },
+    );
+    const bytes = (h: string) => Buffer.from(h, "hex");
+    expect(e.verified).to.deep.equal({
+      rs: [true, false],
+      ps: [true, false],
+      es256: [true, false],
+      es521: [true, false],
+      ed: [true, false],
+    });
+    for (const [k, s] of Object.entries<any>(e.signed)) {
+      const algorithm = { ...s.alg, ...(s.alg.publicExponent ? { publicExponent: bytes(s.alg.publicExponent) } : {}) };
+      const key = await subtle.importKey("spki", bytes(s.spki), algorithm, true, ["verify"]);
+      expect(await subtle.verify(params[k], key, bytes(s.sig), data), k).to.equal(true);
+      expect(s.types).to.deep.equal(["public", "private"]);
+      expect(s.usages).to.deep.equal([["verify"], ["sign"]]);
+      expect(s.extractable).to.deep.equal([true, k === "ps"]);
+    }
+    expect(e.signed.rs.alg).to.deep.equal({
+      name: "RSASSA-PKCS1-v1_5",
+      modulusLength: 2048,
+      publicExponent: "010001",
+      hash: { name: "SHA-256" },
+    });
+    expect(e.signed.es521.alg).to.deep.equal({ name: "ECDSA", namedCurve: "P-521" });
+    // The sandbox's HMAC and AES keys, exported, are keys Node uses to the same effect.
+    const hmac = await subtle.importKey("jwk", e.hmac.jwk, { name: "HMAC", hash: "SHA-512" }, false, ["sign"]);
+    expect(hex(await subtle.sign("HMAC", hmac, data))).to.equal(e.hmac.mac);
+    expect(e.hmac.alg).to.deep.equal({ name: "HMAC", length: 1024, hash: { name: "SHA-512" } });
+    expect(e.hmac.jwk).to.include({ kty: "oct", alg: "HS512", ext: true });
+    const aes = await subtle.importKey("raw", bytes(e.aes.raw), "AES-GCM", false, ["decrypt"]);
+    expect(Buffer.from(await subtle.decrypt({ name: "AES-GCM", iv: bytes(e.aes.iv) }, aes, bytes(e.aes.cipher))).toString()).to.equal(
+      data.toString(),
+    );
+    expect(e.aes.alg).to.deep.equal({ name: "AES-GCM", length: 256 });
+    expect(e.fromHost).to.equal("from the host");
+    expect(e.refused).to.deep.equal(["OperationError", true]);
+    expect(Buffer.from(await subtle.decrypt({ name: "RSA-OAEP" }, oaep.privateKey, bytes(e.oaep))).toString()).to.equal("to the host");
+    const sandboxEcdh = await subtle.importKey("raw", bytes(e.ecdh.public), { name: "ECDH", namedCurve: "P-256" }, true, []);
+    expect(hex(await subtle.deriveBits({ name: "ECDH", public: sandboxEcdh }, ecdh.privateKey, 256))).to.equal(e.ecdh.bits);
+    // The HMAC key wrapped (as a JWK under AES-GCM) in the sandbox unwraps on the host to the same key.
+    const unwrapped = await subtle.unwrapKey(
+      "jwk",
+      bytes(e.wrapped.jwk),
+      aesKey,
+      { name: "AES-GCM", iv: bytes(e.wrapped.iv) },
+      { name: "HMAC", hash: "SHA-512" },
+      false,
+      ["sign"],
+    );
+    expect(hex(await subtle.sign("HMAC", unwrapped, data))).to.equal(e.hmac.mac);
+  });
+
+  it("CryptoKey and SubtleCrypto are where Node has them; a key's material is out of reach, even of replaced built-ins", async () => {
+    const secret = "top secret key!!";
+    const expectedMac = crypto.createHmac("sha256", "verify-only key").update("data").digest("hex");
+    const derivedHex = crypto.pbkdf2Sync("pw", Buffer.alloc(4), 5, 32, "sha256").toString("hex");
+    const e = await run(
+      `import nodeCrypto from "node:crypto";
+       import util from "node:util";
+       export default { name: "subtle-hidden", version: "1", async run() {
+         const caught = async (f) => { try { await f(); return "no error"; } catch (err) { return err.name + ": " + err.message; } };
+         const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(${JSON.stringify(secret)}), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+         const aes = await crypto.subtle.generateKey({ name: "AES-GCM", length: 128 }, false, ["encrypt", "wrapKey", "unwrapKey"]);
+         // A key wrapped before the built-ins are replaced, unwrapped after: its bytes must not show either.
+         const inner = await crypto.subtle.generateKey({ name: "HMAC", hash: "SHA-256" }, true, ["sign"]);
+         const innerHex = Buffer.from(await crypto.subtle.exportKey("raw", inner)).toString("hex");
+         const wrapParams = { name: "AES-GCM", iv: new Uint8Array(12) };
+         const wrappedRaw = await crypto.subtle.wrapKey("raw", inner, aes, wrapParams);
+         const wrappedJwk = await crypto.subtle.wrapKey("jwk", inner, aes, wrapParams);
+         const pw = await crypto.subtle.importKey("raw", new TextEncoder().encode("pw"), "PBKDF2", false, ["deriveKey"]);
+         // A verify-only key: the MAC it expects would let the component sign with it.
+         const verifier = await crypto.subtle.importKey("raw", new TextEncoder().encode("verify-only key"), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+         const places = {
+           subtle: [crypto.subtle === nodeCrypto.subtle, crypto.subtle === nodeCrypto.webcrypto.subtle, globalThis.crypto === nodeCrypto.webcrypto, crypto.subtle instanceof SubtleCrypto],
+           classes: [typeof CryptoKey, CryptoKey.name, SubtleCrypto.name, key instanceof CryptoKey, nodeCrypto.webcrypto.CryptoKey === CryptoKey, util.types.isCryptoKey(key)],
+           tags: [Object.prototype.toString.call(key), Object.prototype.toString.call(crypto.subtle)],
+           construct: [await caught(() => new CryptoKey()), await caught(() => new SubtleCrypto())],
+         };
+         // Every built-in the implementation could hand the material to reports what it is given.
+         const seen = [];
+         const hex = (v) => { try { return Array.from(new Uint8Array(v.buffer ?? v, v.byteOffset ?? 0, v.byteLength), (x) => x.toString(16).padStart(2, "0")).join(""); } catch { return ""; } };
+         let busy = false;
+         const report = (...vs) => {
+           if (busy) return;
+           busy = true;
+           for (const v of vs) if (v instanceof ArrayBuffer || ArrayBuffer.isView(v)) seen.push(hex(v));
+           busy = false;
+         };
+         const TypedArray = Object.getPrototypeOf(Uint8Array.prototype);
+         for (const name of ["set", "slice", "subarray", "fill", "map", "forEach", "values", Symbol.iterator]) {
+           const original = TypedArray[name];
+           TypedArray[name] = function (...args) { report(this, ...args); return original.apply(this, args); };
+         }
+         for (const name of ["slice"]) { const original = ArrayBuffer.prototype[name]; ArrayBuffer.prototype[name] = function (...args) { report(this); return original.apply(this, args); }; }
+         for (const name of ["buffer", "byteLength", "byteOffset", "length"]) {
+           const get = Object.getOwnPropertyDescriptor(TypedArray, name).get;
+           Object.defineProperty(TypedArray, name, { get() { report(this); return get.call(this); }, configurable: true });
+         }
+         const isView = ArrayBuffer.isView;
+         ArrayBuffer.isView = function (v) { report(v); return isView(v); };
+         const hooked = ["secret", "der", "material", "key", "bytes", "data", "raw", "handle", "k", "d", "use", "alg", "key_ops", "ext", "toJSON"];
+         for (const name of hooked)
+           Object.defineProperty(Object.prototype, name, { get() { report(this); seen.push("read " + name); return undefined; }, set(v) { report(v); }, configurable: true });
+         const BufferFrom = Buffer.from;
+         Buffer.from = function (...args) { report(...args); return BufferFrom.apply(this, args); };
+         const stringify = JSON.stringify;
+         JSON.stringify = function (...args) { seen.push(stringify(args[0])); return stringify.apply(this, args); };
+         const data = new TextEncoder().encode("data");
+         const used = {
+           sign: (await crypto.subtle.sign("HMAC", key, data)).byteLength,
+           verify: await crypto.subtle.verify("HMAC", verifier, new Uint8Array(32), data),
+           export: await caught(() => crypto.subtle.exportKey("raw", key)),
+           exportJwk: await caught(() => crypto.subtle.exportKey("jwk", key)),
+           wrap: await caught(() => crypto.subtle.wrapKey("raw", key, aes, { name: "AES-GCM", iv: new Uint8Array(12) })),
+         };
+         const hmac = { name: "HMAC", hash: "SHA-256" };
+         const unwrapped = [
+           await crypto.subtle.unwrapKey("raw", wrappedRaw, aes, wrapParams, hmac, false, ["sign"]),
+           await crypto.subtle.unwrapKey("jwk", wrappedJwk, aes, wrapParams, hmac, false, ["sign"]),
+         ];
+         const derived = await crypto.subtle.deriveKey({ name: "PBKDF2", hash: "SHA-256", salt: new Uint8Array(4), iterations: 5 }, pw, { ...hmac, length: 256 }, false, ["sign"]);
+         const macs = [];
+         for (const k of [...unwrapped, inner, derived]) macs.push(Buffer.from(await crypto.subtle.sign("HMAC", k, data)).toString("hex"));
+         for (const name of hooked) delete Object.prototype[name];
+         JSON.stringify = stringify;
+         this.$emit({
+           places, used,
+           // What the replaced built-ins saw of the key: nothing, though they saw other bytes.
+           leaks: seen.filter((s) => [${JSON.stringify(Buffer.from(secret).toString("hex"))}, innerHex, ${JSON.stringify(derivedHex)}, ${JSON.stringify(expectedMac)}].some((h) => s.includes(h)) || s.startsWith("read ")),
+           macs,
+           watched: seen.length > 0,
+           hidden: [Reflect.ownKeys(key).length, JSON.stringify(key), Object.keys(Object.getOwnPropertyDescriptors(CryptoKey.prototype)).sort()],
+           described: [key.type, key.extractable, key.algorithm, key.usages],
+         });
+       } };`,
+    );
+    expect(e.places).to.deep.equal({
+      subtle: [true, true, true, true],
+      classes: ["function", "CryptoKey", "SubtleCrypto", true, true, true],
+      tags: ["[object CryptoKey]", "[object SubtleCrypto]"],
+      construct: ["TypeError: Illegal constructor", "TypeError: Illegal constructor"],
+    });
+    expect(e.used.sign).to.equal(32);
+    expect(e.used.verify).to.equal(false);
+    expect(e.used.export).to.equal("InvalidAccessError: key is not extractable");
+    expect(e.used.exportJwk).to.equal(e.used.export);
+    expect(e.used.wrap).to.equal(e.used.export);
+    expect(e.leaks).to.deep.equal([]);
+    // The unwrapped keys are the wrapped one; the derived key is PBKDF2's bits.
+    expect(e.macs[0]).to.equal(e.macs[2]);
+    expect(e.macs[1]).to.equal(e.macs[2]);
+    expect(e.macs[3]).to.equal(crypto.createHmac("sha256", Buffer.from(derivedHex, "hex")).update("data").digest("hex"));
+    expect(e.watched).to.equal(true);
+    expect(e.hidden).to.deep.equal([0, "{}", ["algorithm", "constructor", "extractable", "type", "usages"]]);
+    expect(e.described).to.deep.equal(["secret", false, { name: "HMAC", length: 128, hash: { name: "SHA-256" } }, ["sign"]]);
+  });
+
+  it("bounds the host's work (PBKDF2 iterations and rounds, RSA moduli, data) with OperationError, and the isolate goes on", async () => {
+    const e = await run(
+      `export default { name: "subtle-bounds", version: "1", async run() {
+         const { subtle } = crypto;
+         const caught = async (f) => { try { await f(); return "no error"; } catch (err) { return { name: err.name, message: err.message }; } };
+         const pw = await subtle.importKey("raw", new TextEncoder().encode("pw"), "PBKDF2", false, ["deriveBits"]);
+         const pbkdf2 = (iterations, bits) => subtle.deriveBits({ name: "PBKDF2", hash: "SHA-256", salt: new Uint8Array(8), iterations }, pw, bits);
+         const big = new Uint8Array(64 * 1024 * 1024 + 1);
+         const refused = {
+           iterations: await caught(() => pbkdf2(1_000_001, 256)),
+           rounds: await caught(() => pbkdf2(1_000_000, 768)),
+           modulus: await caught(() => subtle.generateKey({ name: "RSASSA-PKCS1-v1_5", modulusLength: 8192, publicExponent: new Uint8Array([1, 0, 1]), hash: "SHA-256" }, true, ["sign"])),
+           data: await caught(() => subtle.digest("SHA-256", big)),
+           hmacKey: await caught(() => subtle.importKey("raw", new Uint8Array(65 * 1024), { name: "HMAC", hash: "SHA-256" }, true, ["sign"])),
+         };
+         this.$emit({ refused, after: Buffer.from(await pbkdf2(2, 128)).toString("hex") });
+       } };`,
+    );
+    expect(e.refused.iterations).to.deep.equal({
+      name: "OperationError",
+      message: "The iteration count is 1000001; the Headwater sandbox takes 1 to 1000000 (host-side work is bounded)",
+    });
+    expect(e.refused.rounds.name).to.equal("OperationError");
+    expect(e.refused.rounds.message).to.match(/3000000 rounds; the Headwater sandbox takes at most 2000000/);
+    expect(e.refused.modulus.name).to.equal("OperationError");
+    expect(e.refused.modulus.message).to.match(/8192; the Headwater sandbox takes 512 to 4096/);
+    expect(e.refused.data).to.deep.equal({
+      name: "OperationError",
+      message: "The data is 67108865 bytes; the Headwater sandbox takes at most 67108864 bytes (host-side work is bounded)",
+    });
+    expect(e.refused.hmacKey.message).to.match(/keyData is 66560 bytes.*at most 65536/);
+    expect(e.after).to.equal(crypto.pbkdf2Sync("pw", Buffer.alloc(8), 2, 16, "sha256").toString("hex"));
   });
 });

@@ -20,6 +20,8 @@ export const RangeErrorCtor = RangeError;
 export const MapCtor = Map;
 export const SetCtor = Set;
 export const NumberIsFinite = Number.isFinite;
+export const ObjectSetPrototypeOf = Object.setPrototypeOf;
+export const StringFromCharCode = String.fromCharCode;
 
 // uncurry(fn)(self, ...args) calls fn with `this` = self through a bound copy of the original
 // Function.prototype.call, so replacing call/apply/bind later changes nothing.
@@ -29,6 +31,7 @@ const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <A exte
 
 export const StringPrototypeSlice = uncurry(String.prototype.slice);
 export const StringPrototypeLastIndexOf = uncurry(String.prototype.lastIndexOf);
+export const StringPrototypeCharCodeAt = uncurry(String.prototype.charCodeAt);
 export const TypedArrayByteLength = uncurry(
   Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype) as object, "byteLength")!.get!,
 ) as (self: Uint8Array) => number;

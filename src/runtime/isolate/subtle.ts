@@ -8,14 +8,22 @@
 // DOMException names Node gives.
 //
 // A key's material (secret bytes, or the DER of an asymmetric key) lives in a private field of the
-// CryptoKey, which no prototype or global a component replaces can reach: it is only ever read
-// here and handed to the host inside an object literal, never passed to a method component code
-// could have replaced (so a non-extractable key stays so).
+// CryptoKey, which no prototype or global a component replaces can reach. Material the component
+// never saw (generated, derived, unwrapped, or any key once imported) is only read here by index
+// or with primordials, and handed to the host inside an object literal: never passed to a method
+// or getter component code could have replaced, so a non-extractable key stays so.
 import { Buffer } from "buffer";
 import { hostSync } from "./bridge.js";
 import { DOMException } from "./domEvents.js";
-import { parse, stringify } from "./primordials.js";
-import { utf8Decode, utf8Encode } from "./textCodec.js";
+import {
+  ObjectSetPrototypeOf,
+  parse,
+  StringFromCharCode,
+  StringPrototypeCharCodeAt,
+  stringify,
+  TypedArrayByteLength,
+} from "./primordials.js";
+import { utf8Encode } from "./textCodec.js";
 
 type AnyRecord = Record<string, unknown>;
 type KeyType = "secret" | "public" | "private";
@@ -209,9 +217,55 @@ function der(tag: number, body: Uint8Array): Uint8Array {
 // base64url by hand: the sandbox's Buffer knows only base64.
 const base64url = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64").replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
 
+/** The first `size` bytes of `bytes`, copied by index (no method or getter of theirs is used). */
+function leading(bytes: Uint8Array, size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  for (let i = 0; i < size; i++) out[i] = bytes[i];
+  return out;
+}
+
+/** A JWK member's bytes (base64url, or base64), decoded with primordials only: it may be key material the component never saw. */
 function fromBase64url(v: unknown, member: string): Uint8Array {
-  if (typeof v !== "string" || !/^[A-Za-z0-9_-]*$/.test(v)) throw domError(`Invalid JWK "${member}" Parameter`, "DataError");
-  return new Uint8Array(Buffer.from(v.replace(/-/g, "+").replace(/_/g, "/"), "base64"));
+  const invalid = () => domError(`Invalid JWK "${member}" Parameter`, "DataError");
+  if (typeof v !== "string" || v.length % 4 === 1) throw invalid();
+  const out = new Uint8Array((v.length * 3) >> 2);
+  let acc = 0;
+  let bits = 0;
+  let at = 0;
+  for (let i = 0; i < v.length; i++) {
+    const c = StringPrototypeCharCodeAt(v, i);
+    const d =
+      c >= 65 && c <= 90
+        ? c - 65
+        : c >= 97 && c <= 122
+          ? c - 71
+          : c >= 48 && c <= 57
+            ? c + 4
+            : c === 45 || c === 43
+              ? 62
+              : c === 95 || c === 47
+                ? 63
+                : -1;
+    if (d < 0) throw invalid();
+    acc = ((acc << 6) | d) & 0xffff;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[at++] = (acc >> bits) & 0xff;
+    }
+  }
+  return at === TypedArrayByteLength(out) ? out : leading(out, at);
+}
+
+/** JSON text of bytes that are ASCII (an unwrapped JWK), decoded with primordials only. */
+function asciiText(bytes: Uint8Array): string {
+  let text = "";
+  const size = TypedArrayByteLength(bytes);
+  for (let i = 0; i < size; i++) {
+    if (bytes[i] > 0x7e) throw domError("The unwrapped key is not a JSON Web Key", "DataError");
+    text += StringFromCharCode(bytes[i]);
+  }
+  return text;
 }
 
 /** Big-endian bytes of a non-negative integer given in decimal (an RSA public exponent). */
@@ -221,10 +275,9 @@ function integerBytes(decimal: string): Uint8Array {
   return new Uint8Array(Buffer.from(hex, "hex"));
 }
 
-function randomBytes(size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  for (let at = 0; at < size; at += 65536) out.set(hostSync<Uint8Array>("crypto.randomBytes", { size: Math.min(65536, size - at) }), at);
-  return out;
+/** Random bytes for a secret key (at most 65536, one host call): used as the host gave them, copied through nothing. */
+function randomKeyBytes(size: number): Uint8Array {
+  return hostSync<Uint8Array>("crypto.randomBytes", { size });
 }
 
 // --- CryptoKey ------------------------------------------------------------------------------------
@@ -422,23 +475,24 @@ function importSecret(
   algorithm: unknown,
   extractable: boolean,
   usages: string[],
+  trusted: boolean,
 ): CryptoKey {
   checkUsages(name, "secret", usages);
   const derivation = name === "PBKDF2" || name === "HKDF";
   if (derivation && extractable) throw domError(`${name} keys are not extractable`, "SyntaxError");
   const hash = name === "HMAC" ? hashOf(required(algorithm, "hash")) : undefined;
   let bytes: Uint8Array;
-  if (format === "raw") bytes = bufferSource(keyData, "keyData", MAX_KEY_BYTES);
+  if (format === "raw") bytes = trusted ? (keyData as Uint8Array) : bufferSource(keyData, "keyData", MAX_KEY_BYTES);
   else if (format === "jwk" && !derivation) {
     const jwk = keyData as AnyRecord;
     checkJwk(jwk, "oct", name === "HMAC" ? "sig" : "enc", extractable, usages);
     bytes = fromBase64url(jwk["k"], "k");
-    if (bytes.byteLength > MAX_KEY_BYTES) throw domError("Invalid keyData", "DataError");
-    const expected = jwkAlg({ name, hash, length: bytes.byteLength * 8 } as KeyAlgorithm);
+    if (TypedArrayByteLength(bytes) > MAX_KEY_BYTES) throw domError("Invalid keyData", "DataError");
+    const expected = jwkAlg({ name, hash, length: TypedArrayByteLength(bytes) * 8 } as KeyAlgorithm);
     if (jwk["alg"] !== undefined && jwk["alg"] !== expected)
       throw domError('JWK "alg" does not match the requested algorithm', "DataError");
   } else throw domError(`Unable to import ${name} key with format ${format}`, "NotSupportedError");
-  const bits = bytes.byteLength * 8;
+  const bits = TypedArrayByteLength(bytes) * 8;
   let length: number | undefined;
   if (name === "HMAC") {
     const given = integerMember(algorithm, "length", true);
@@ -467,7 +521,8 @@ function rawPublicKey(name: string, namedCurve: string | undefined, raw: Uint8Ar
 
 /** A JWK's members for Node's createPrivateKey/createPublicKey, strings only, as JSON text. */
 function jwkText(jwk: AnyRecord, members: string[]): string {
-  const clean: Record<string, string> = {};
+  // No prototype: JSON.stringify would call an Object.prototype.toJSON with the private members.
+  const clean = { __proto__: null } as unknown as Record<string, string>;
   for (const member of members) {
     const v = jwk[member];
     if (v === undefined) continue;
@@ -491,6 +546,7 @@ function importAsymmetric(
   algorithm: unknown,
   extractable: boolean,
   usages: string[],
+  trusted: boolean,
 ): CryptoKey {
   const rsa = RSA.includes(name);
   const hash = rsa ? hashOf(required(algorithm, "hash")) : undefined;
@@ -504,7 +560,7 @@ function importAsymmetric(
   let type: "public" | "private";
   if (format === "spki" || format === "pkcs8") {
     type = format === "spki" ? "public" : "private";
-    args = { kind: type, key: bufferSource(keyData, "keyData", MAX_KEY_BYTES), format: "der", type: format };
+    args = { kind: type, key: trusted ? keyData : bufferSource(keyData, "keyData", MAX_KEY_BYTES), format: "der", type: format };
   } else if (format === "raw" && !rsa) {
     type = "public";
     args = {
@@ -551,18 +607,29 @@ function heldKey(
     modulusLength: rsa ? Number(details["modulusLength"]) : undefined,
     publicExponent: rsa ? String(details["publicExponent"]) : undefined,
   } as KeyAlgorithm;
-  return makeKey(described.type, algorithm, extractable, usages, new Uint8Array(described.der));
+  return makeKey(described.type, algorithm, extractable, usages, described.der);
 }
 
-function importKey(format: unknown, keyData: unknown, algorithm: unknown, extractable: unknown, keyUsages: unknown): CryptoKey {
+/**
+ * `trusted`: keyData is this module's own (derived bits, an unwrapped key's bytes or its parsed
+ * JWK), used without the copies and checks that would show it to replaced built-ins.
+ */
+function importKey(
+  format: unknown,
+  keyData: unknown,
+  algorithm: unknown,
+  extractable: unknown,
+  keyUsages: unknown,
+  trusted = false,
+): CryptoKey {
   if (format !== "raw" && format !== "spki" && format !== "pkcs8" && format !== "jwk")
     throw codedTypeError(`The "format" argument must be one of 'raw', 'pkcs8', 'spki', 'jwk'. Received ${String(format).slice(0, 32)}`);
   if (format === "jwk" && !isRecord(keyData)) throw codedTypeError('The "keyData" argument must be a JSON Web Key object');
   const usages = usageList(keyUsages);
   const name = algorithmName(algorithm, ALGORITHMS.slice(4));
   return SYMMETRIC.includes(name)
-    ? importSecret(format, keyData, name, algorithm, Boolean(extractable), usages)
-    : importAsymmetric(format, keyData, name, algorithm, Boolean(extractable), usages);
+    ? importSecret(format, keyData, name, algorithm, Boolean(extractable), usages, trusted)
+    : importAsymmetric(format, keyData, name, algorithm, Boolean(extractable), usages, trusted);
 }
 
 // --- Export ---------------------------------------------------------------------------------------
@@ -655,7 +722,7 @@ function verify(algorithm: unknown, key: unknown, signature: unknown, data: unkn
   if (name === "HMAC") {
     // Compared here, index by index: the expected MAC of a verify-only key passes through no method.
     const expected = hmac(slots, bytes);
-    if (expected.byteLength !== sig.byteLength) return false;
+    if (TypedArrayByteLength(expected) !== sig.byteLength) return false;
     let diff = 0;
     for (let i = 0; i < sig.byteLength; i++) diff |= expected[i] ^ sig[i];
     return diff === 0;
@@ -673,7 +740,8 @@ function verify(algorithm: unknown, key: unknown, signature: unknown, data: unkn
 const CIPHERS = ["AES-GCM", "AES-CBC", "AES-CTR", "RSA-OAEP"];
 const GCM_TAG_LENGTHS = [32, 64, 96, 104, 112, 120, 128];
 
-function cipher(algorithm: unknown, key: unknown, data: unknown, usage: string, encrypt: boolean): ArrayBuffer {
+/** The bytes the host answers (an unwrapped key's among them: not copied through any method here). */
+function cipher(algorithm: unknown, key: unknown, data: unknown, usage: string, encrypt: boolean): Uint8Array {
   const name = algorithmName(algorithm, CIPHERS);
   const slots = usableKey(key, "key", name, usage);
   const bytes = bufferSource(data, "data");
@@ -686,7 +754,7 @@ function cipher(algorithm: unknown, key: unknown, data: unknown, usage: string, 
       label: label === undefined ? undefined : bufferSource(label, "label"),
       data: bytes,
     };
-    return arrayBuffer(onHost<Uint8Array>("subtle.rsaOaep", args, "OperationError", operationFailed));
+    return onHost<Uint8Array>("subtle.rsaOaep", args, "OperationError", operationFailed);
   }
   const args: AnyRecord = { mode: name, encrypt, key: slots.secret, data: bytes };
   if (name === "AES-GCM") {
@@ -707,7 +775,7 @@ function cipher(algorithm: unknown, key: unknown, data: unknown, usage: string, 
     if (length === 0 || length > 128) throw domError("AES-CTR algorithm.length must be between 1 and 128", "OperationError");
     args["length"] = length;
   }
-  return arrayBuffer(onHost<Uint8Array>("subtle.aes", args, "OperationError", operationFailed));
+  return onHost<Uint8Array>("subtle.aes", args, "OperationError", operationFailed);
 }
 
 // --- Key derivation -------------------------------------------------------------------------------
@@ -754,10 +822,10 @@ function deriveBits(algorithm: unknown, baseKey: unknown, length: unknown, usage
     operationFailed,
   );
   if (bits === null) return secret;
-  if (bits > secret.byteLength * 8) throw domError("derived bit length is too large", "OperationError");
-  const out = new Uint8Array(secret.subarray(0, Math.ceil(bits / 8)));
+  if (bits > TypedArrayByteLength(secret) * 8) throw domError("derived bit length is too large", "OperationError");
+  const out = leading(secret, (bits + 7) >> 3);
   // Bits beyond the length asked for are zero.
-  if (bits % 8 !== 0) out[out.byteLength - 1] &= 0xff << (8 - (bits % 8));
+  if (bits % 8 !== 0) out[bits >> 3] &= 0xff << (8 - (bits % 8));
   return out;
 }
 
@@ -791,7 +859,7 @@ function generateKey(algorithm: unknown, extractable: unknown, keyUsages: unknow
     const length = derivedKeyLength(algorithm);
     if (length % 8 !== 0 || length > MAX_KEY_BYTES * 8)
       throw domError(`The key length must be a multiple of 8 of at most ${MAX_KEY_BYTES * 8} bits`, "OperationError");
-    return makeKey("secret", { name, hash, length } as KeyAlgorithm, canExtract, usages, randomBytes(length / 8));
+    return makeKey("secret", { name, hash, length } as KeyAlgorithm, canExtract, usages, randomKeyBytes(length / 8));
   }
   const allowed = allowedUsages(name);
   for (const usage of usages)
@@ -858,11 +926,11 @@ export class SubtleCrypto {
   }
   async encrypt(algorithm: unknown, key: unknown, data: unknown): Promise<ArrayBuffer> {
     missingArguments(arguments.length, ["algorithm", "key", "data"]);
-    return cipher(algorithm, key, data, "encrypt", true);
+    return arrayBuffer(cipher(algorithm, key, data, "encrypt", true));
   }
   async decrypt(algorithm: unknown, key: unknown, data: unknown): Promise<ArrayBuffer> {
     missingArguments(arguments.length, ["algorithm", "key", "data"]);
-    return cipher(algorithm, key, data, "decrypt", false);
+    return arrayBuffer(cipher(algorithm, key, data, "decrypt", false));
   }
   async deriveBits(algorithm: unknown, baseKey: unknown, length: unknown): Promise<ArrayBuffer> {
     missingArguments(arguments.length, ["algorithm", "baseKey"]);
@@ -877,7 +945,7 @@ export class SubtleCrypto {
   ): Promise<CryptoKey> {
     missingArguments(arguments.length, ["algorithm", "baseKey", "derivedKeyAlgorithm", "extractable", "keyUsages"]);
     const bits = deriveBits(algorithm, baseKey, derivedKeyLength(derivedKeyAlgorithm), "deriveKey");
-    return importKey("raw", bits, derivedKeyAlgorithm, extractable, keyUsages);
+    return importKey("raw", bits, derivedKeyAlgorithm, extractable, keyUsages, true);
   }
   async generateKey(algorithm: unknown, extractable: unknown, keyUsages: unknown): Promise<CryptoKey | KeyPair> {
     missingArguments(arguments.length, ["algorithm", "extractable", "keyUsages"]);
@@ -888,7 +956,7 @@ export class SubtleCrypto {
     missingArguments(arguments.length, ["format", "key", "wrappingKey", "wrapAlgorithm"]);
     const exported = exportKey(format, cryptoKeyArgument(key, "key"));
     const bytes = exported instanceof ArrayBuffer ? new Uint8Array(exported) : utf8Encode(stringify(exported));
-    return cipher(wrapAlgorithm, wrappingKey, bytes, "wrapKey", true);
+    return arrayBuffer(cipher(wrapAlgorithm, wrappingKey, bytes, "wrapKey", true));
   }
   /** decrypt with the unwrapping key, then importKey. */
   async unwrapKey(
@@ -909,16 +977,21 @@ export class SubtleCrypto {
       "extractable",
       "keyUsages",
     ]);
-    const bytes = new Uint8Array(cipher(unwrapAlgorithm, unwrappingKey, wrappedKey, "unwrapKey", false));
+    if (format !== "raw" && format !== "spki" && format !== "pkcs8" && format !== "jwk")
+      throw codedTypeError(`The "format" argument must be one of 'raw', 'pkcs8', 'spki', 'jwk'. Received ${String(format).slice(0, 32)}`);
+    const bytes = cipher(unwrapAlgorithm, unwrappingKey, wrappedKey, "unwrapKey", false);
     let keyData: unknown = bytes;
     if (format === "jwk") {
       try {
-        keyData = parse(utf8Decode(bytes, true));
+        keyData = parse(asciiText(bytes));
       } catch {
         throw domError("The unwrapped key is not a JSON Web Key", "DataError");
       }
+      if (!isRecord(keyData)) throw domError("The unwrapped key is not a JSON Web Key", "DataError");
+      // No inherited member to read: a getter on Object.prototype would be handed the key.
+      ObjectSetPrototypeOf(keyData, null);
     }
-    return importKey(format, keyData, unwrappedKeyAlgorithm, extractable, keyUsages);
+    return importKey(format, keyData, unwrappedKeyAlgorithm, extractable, keyUsages, true);
   }
   get [Symbol.toStringTag](): string {
     return "SubtleCrypto";

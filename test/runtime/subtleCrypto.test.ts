@@ -4,6 +4,9 @@
 // build is the web one) signs and verifies. Real isolates; jose from the registry.
 import { expect } from "chai";
 import crypto, { type webcrypto } from "node:crypto";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { invocation, prepareCode, startRuntime, tempDir } from "./support.js";
 import type { Runtime } from "../../src/runtime/index.js";
 
@@ -455,6 +458,79 @@ describe("runtime: crypto.subtle (WebCrypto)", function () {
     expect(e.watched).to.equal(true);
     expect(e.hidden).to.deep.equal([0, "{}", ["algorithm", "constructor", "extractable", "type", "usages"]]);
     expect(e.described).to.deep.equal(["secret", false, { name: "HMAC", length: 128, hash: { name: "SHA-256" } }, ["sign"]]);
+  });
+
+  it("jose 6 (its one build is WebCrypto's) signs and verifies JWTs and encrypts a JWE in the sandbox, as jose on the host reads them", async () => {
+    const ec = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" });
+    const rsa = crypto.generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const pem = (k: crypto.KeyObject) => k.export({ format: "pem", type: k.type === "private" ? "pkcs8" : "spki" }) as string;
+    const secret = crypto.randomBytes(32);
+    const cek = crypto.randomBytes(32);
+    const prepared = await prepareCode(
+      runtime,
+      `import * as jose from "jose@6.2.18";
+       export default { name: "jose", version: "1", async run(event) {
+         const bytes = (h) => new Uint8Array(Buffer.from(h, "hex"));
+         const es = await jose.importPKCS8(event.ecPrivate, "ES256");
+         const es256 = await new jose.SignJWT({ sub: "svc" }).setProtectedHeader({ alg: "ES256" }).setIssuedAt(1700000000).sign(es);
+         const hs256 = await new jose.SignJWT({ a: 1 }).setProtectedHeader({ alg: "HS256" }).setIssuedAt(1700000000).sign(bytes(event.secret));
+         const ed = await jose.generateKeyPair("EdDSA");
+         const eddsa = await new jose.SignJWT({ ed: true }).setProtectedHeader({ alg: "EdDSA" }).sign(ed.privateKey);
+         const rsaPublic = await jose.importSPKI(event.rsaPublic, "RS256");
+         const fromHost = (await jose.jwtVerify(event.hostToken, rsaPublic)).payload;
+         let tampered;
+         try { await jose.jwtVerify(event.hostToken.slice(0, -6) + "AAAAAA", rsaPublic); } catch (err) { tampered = err.code; }
+         const jwe = await new jose.CompactEncrypt(new TextEncoder().encode("sealed in the sandbox")).setProtectedHeader({ alg: "dir", enc: "A256GCM" }).encrypt(bytes(event.cek));
+         const opened = new TextDecoder().decode((await jose.compactDecrypt(event.hostJwe, bytes(event.cek))).plaintext);
+         this.$emit({ es256, hs256, eddsa, edJwk: await jose.exportJWK(ed.publicKey), fromHost, tampered, jwe, opened, isCryptoKey: es instanceof CryptoKey });
+       } };`,
+    );
+    expect(prepared.packages).to.deep.equal([{ name: "jose", version: "6.2.18" }]);
+    // The reference: the same jose, from the cache, run by Node.
+    const index = JSON.parse(await fs.readFile(path.join(cacheDir, "npm", "index", "jose.json"), "utf8")) as {
+      versions: Record<string, string>;
+    };
+    const root = path.join(cacheDir, "npm", "store", index.versions["6.2.18"], "node_modules", "jose");
+    const pkg = JSON.parse(await fs.readFile(path.join(root, "package.json"), "utf8")) as { exports: { ".": { default: string } } };
+    // jose 6 has no Node build: whatever the bundler's conditions, it is the WebCrypto one.
+    expect(pkg.exports["."].default).to.equal("./dist/webapi/index.js");
+    type Jose = {
+      SignJWT: new (payload: object) => {
+        setProtectedHeader(h: object): { setIssuedAt(t: number): { sign(k: unknown): Promise<string> }; sign(k: unknown): Promise<string> };
+      };
+      CompactEncrypt: new (plaintext: Uint8Array) => { setProtectedHeader(h: object): { encrypt(k: unknown): Promise<string> } };
+      jwtVerify(token: string, key: unknown): Promise<{ payload: object }>;
+      compactDecrypt(jwe: string, key: unknown): Promise<{ plaintext: Uint8Array }>;
+      importJWK(jwk: object, alg: string): Promise<unknown>;
+    };
+    const jose = (await import(pathToFileURL(path.join(root, pkg.exports["."].default)).href)) as Jose;
+    const hostToken = await new jose.SignJWT({ from: "host" }).setProtectedHeader({ alg: "RS256" }).sign(rsa.privateKey);
+    const hostJwe = await new jose.CompactEncrypt(Buffer.from("sealed on the host"))
+      .setProtectedHeader({ alg: "dir", enc: "A256GCM" })
+      .encrypt(cek);
+    const outcome = await runtime.invoke(
+      invocation(prepared, {
+        event: {
+          ecPrivate: pem(ec.privateKey),
+          rsaPublic: pem(rsa.publicKey),
+          secret: secret.toString("hex"),
+          cek: cek.toString("hex"),
+          hostToken,
+          hostJwe,
+        },
+      }),
+    );
+    expect(outcome.ok, JSON.stringify(outcome.error)).to.equal(true);
+    const e = outcome.emits[0]?.event as any;
+    expect((await jose.jwtVerify(e.es256, ec.publicKey)).payload).to.deep.equal({ sub: "svc", iat: 1700000000 });
+    // HS256 is deterministic: the very token jose makes on the host.
+    expect(e.hs256).to.equal(await new jose.SignJWT({ a: 1 }).setProtectedHeader({ alg: "HS256" }).setIssuedAt(1700000000).sign(secret));
+    expect((await jose.jwtVerify(e.eddsa, await jose.importJWK(e.edJwk, "EdDSA"))).payload).to.deep.equal({ ed: true });
+    expect(e.fromHost).to.deep.equal({ from: "host" });
+    expect(e.tampered).to.equal("ERR_JWS_SIGNATURE_VERIFICATION_FAILED");
+    expect(Buffer.from((await jose.compactDecrypt(e.jwe, cek)).plaintext).toString()).to.equal("sealed in the sandbox");
+    expect(e.opened).to.equal("sealed on the host");
+    expect(e.isCryptoKey).to.equal(true);
   });
 
   it("bounds the host's work (PBKDF2 iterations and rounds, RSA moduli, data) with OperationError, and the isolate goes on", async () => {

@@ -171,6 +171,7 @@ describe("runtime: crypto.subtle (WebCrypto)", function () {
         spkiOfPrivate: await caught(() => subtle.exportKey("spki", ec)),
         cbcIv: await caught(() => subtle.encrypt({ name: "AES-CBC", iv: new Uint8Array(8) }, cbcKey, data)),
         missing: await caught(() => subtle.digest("SHA-256")),
+        missingWords: await subtle.sign("HMAC").catch((err) => [err.name, err.code, err.message]),
         notKey: await caught(() => subtle.sign("HMAC", {}, data)),
         jwkAlg: await caught(() => subtle.importKey("jwk", out.rsa.pubJwk, { name: "RSA-PSS", hash: "SHA-384" }, true, ["verify"])),
         jwkAlgHash: await caught(() => subtle.importKey("jwk", out.rsa.pubJwk, { name: "RSA-PSS", hash: "SHA-256" }, true, ["verify"])),

@@ -58,11 +58,13 @@ const MAX_KEY_BYTES = 64 * 1024;
 const domError = (message: string, name: string) => new DOMException(message, name);
 const codedTypeError = (message: string, code = "ERR_INVALID_ARG_TYPE") => Object.assign(new TypeError(message), { code });
 
-function missingArguments(given: number, names: string[]): void {
-  if (given >= names.length) return;
-  const quoted = names.map((n) => `"${n}"`);
-  const list = quoted.length === 1 ? quoted[0] : `${quoted.slice(0, -1).join(", ")} and ${quoted[quoted.length - 1]}`;
-  throw codedTypeError(`The ${list} argument${names.length > 1 ? "s" : ""} must be specified`, "ERR_MISSING_ARGS");
+/** WebIDL's check of the argument count, in Node's words. */
+function missingArguments(method: string, given: number, needed: number): void {
+  if (given >= needed) return;
+  throw codedTypeError(
+    `Failed to execute '${method}' on 'SubtleCrypto': ${needed} argument${needed > 1 ? "s" : ""} required, but only ${given} present.`,
+    "ERR_MISSING_ARGS",
+  );
 }
 
 /**
@@ -905,35 +907,35 @@ export class SubtleCrypto {
     if (token !== CONSTRUCTING) throw illegalConstructor();
   }
   async digest(algorithm: unknown, data: unknown): Promise<ArrayBuffer> {
-    missingArguments(arguments.length, ["algorithm", "data"]);
+    missingArguments("digest", arguments.length, 2);
     return digest(algorithm, data);
   }
   async importKey(format: unknown, keyData: unknown, algorithm: unknown, extractable: unknown, keyUsages: unknown): Promise<CryptoKey> {
-    missingArguments(arguments.length, ["format", "keyData", "algorithm", "extractable", "keyUsages"]);
+    missingArguments("importKey", arguments.length, 5);
     return importKey(format, keyData, algorithm, extractable, keyUsages);
   }
   async exportKey(format: unknown, key: unknown): Promise<ArrayBuffer | AnyRecord> {
-    missingArguments(arguments.length, ["format", "key"]);
+    missingArguments("exportKey", arguments.length, 2);
     return exportKey(format, cryptoKeyArgument(key, "key"));
   }
   async sign(algorithm: unknown, key: unknown, data: unknown): Promise<ArrayBuffer> {
-    missingArguments(arguments.length, ["algorithm", "key", "data"]);
+    missingArguments("sign", arguments.length, 3);
     return sign(algorithm, key, data);
   }
   async verify(algorithm: unknown, key: unknown, signature: unknown, data: unknown): Promise<boolean> {
-    missingArguments(arguments.length, ["algorithm", "key", "signature", "data"]);
+    missingArguments("verify", arguments.length, 4);
     return verify(algorithm, key, signature, data);
   }
   async encrypt(algorithm: unknown, key: unknown, data: unknown): Promise<ArrayBuffer> {
-    missingArguments(arguments.length, ["algorithm", "key", "data"]);
+    missingArguments("encrypt", arguments.length, 3);
     return arrayBuffer(cipher(algorithm, key, data, "encrypt", true));
   }
   async decrypt(algorithm: unknown, key: unknown, data: unknown): Promise<ArrayBuffer> {
-    missingArguments(arguments.length, ["algorithm", "key", "data"]);
+    missingArguments("decrypt", arguments.length, 3);
     return arrayBuffer(cipher(algorithm, key, data, "decrypt", false));
   }
   async deriveBits(algorithm: unknown, baseKey: unknown, length: unknown): Promise<ArrayBuffer> {
-    missingArguments(arguments.length, ["algorithm", "baseKey"]);
+    missingArguments("deriveBits", arguments.length, 2);
     return arrayBuffer(deriveBits(algorithm, baseKey, length, "deriveBits"));
   }
   async deriveKey(
@@ -943,17 +945,17 @@ export class SubtleCrypto {
     extractable: unknown,
     keyUsages: unknown,
   ): Promise<CryptoKey> {
-    missingArguments(arguments.length, ["algorithm", "baseKey", "derivedKeyAlgorithm", "extractable", "keyUsages"]);
+    missingArguments("deriveKey", arguments.length, 5);
     const bits = deriveBits(algorithm, baseKey, derivedKeyLength(derivedKeyAlgorithm), "deriveKey");
     return importKey("raw", bits, derivedKeyAlgorithm, extractable, keyUsages, true);
   }
   async generateKey(algorithm: unknown, extractable: unknown, keyUsages: unknown): Promise<CryptoKey | KeyPair> {
-    missingArguments(arguments.length, ["algorithm", "extractable", "keyUsages"]);
+    missingArguments("generateKey", arguments.length, 3);
     return generateKey(algorithm, extractable, keyUsages);
   }
   /** exportKey, then encrypt with the wrapping key (AES-GCM, AES-CBC, AES-CTR or RSA-OAEP; not AES-KW). */
   async wrapKey(format: unknown, key: unknown, wrappingKey: unknown, wrapAlgorithm: unknown): Promise<ArrayBuffer> {
-    missingArguments(arguments.length, ["format", "key", "wrappingKey", "wrapAlgorithm"]);
+    missingArguments("wrapKey", arguments.length, 4);
     const exported = exportKey(format, cryptoKeyArgument(key, "key"));
     const bytes = exported instanceof ArrayBuffer ? new Uint8Array(exported) : utf8Encode(stringify(exported));
     return arrayBuffer(cipher(wrapAlgorithm, wrappingKey, bytes, "wrapKey", true));
@@ -968,15 +970,7 @@ export class SubtleCrypto {
     extractable: unknown,
     keyUsages: unknown,
   ): Promise<CryptoKey> {
-    missingArguments(arguments.length, [
-      "format",
-      "wrappedKey",
-      "unwrappingKey",
-      "unwrapAlgorithm",
-      "unwrappedKeyAlgorithm",
-      "extractable",
-      "keyUsages",
-    ]);
+    missingArguments("unwrapKey", arguments.length, 7);
     if (format !== "raw" && format !== "spki" && format !== "pkcs8" && format !== "jwk")
       throw codedTypeError(`The "format" argument must be one of 'raw', 'pkcs8', 'spki', 'jwk'. Received ${String(format).slice(0, 32)}`);
     const bytes = cipher(unwrapAlgorithm, unwrappingKey, wrappedKey, "unwrapKey", false);

@@ -97,7 +97,7 @@ function aes(a: Args): Uint8Array {
       return aesCtr(key, counter, integer(a["length"], "length", 1, 128), data);
     }
     case "AES-GCM": {
-      const iv = bytes(a["iv"], "iv", 1024);
+      const iv = bytes(a["iv"], "iv");
       if (iv.byteLength === 0) throw codedError(RangeError, "algorithm.iv must not be empty", "ERR_CRYPTO_INVALID_IV");
       const tagBytes = integer(a["tagLength"], "tagLength", 32, 128) / 8;
       const aad = optionalBytes(a["additionalData"], "additionalData");

@@ -489,11 +489,12 @@ function importSecret(
     const jwk = keyData as AnyRecord;
     checkJwk(jwk, "oct", name === "HMAC" ? "sig" : "enc", extractable, usages);
     bytes = fromBase64url(jwk["k"], "k");
-    if (TypedArrayByteLength(bytes) > MAX_KEY_BYTES) throw domError("Invalid keyData", "DataError");
     const expected = jwkAlg({ name, hash, length: TypedArrayByteLength(bytes) * 8 } as KeyAlgorithm);
     if (jwk["alg"] !== undefined && jwk["alg"] !== expected)
       throw domError('JWK "alg" does not match the requested algorithm', "DataError");
   } else throw domError(`Unable to import ${name} key with format ${format}`, "NotSupportedError");
+  // Unwrapped bytes have not been through bufferSource's bound.
+  if (TypedArrayByteLength(bytes) > MAX_KEY_BYTES) throw domError("Invalid keyData", "DataError");
   const bits = TypedArrayByteLength(bytes) * 8;
   let length: number | undefined;
   if (name === "HMAC") {

@@ -5,7 +5,7 @@
 // timeout, so the work of each call is bounded here: data (64 MiB), PBKDF2 iterations, HKDF output,
 // generated RSA moduli (4096 bits). The isolate hands every key back for each call; nothing is kept.
 import crypto from "node:crypto";
-import { codedError, describeKey, heldKey, MAX_KEY_BYTES, tooLarge } from "./hostKeys.js";
+import { codedError, describeKey, heldKey, MAX_GENERATED_MODULUS_BITS, MAX_KEY_BYTES, tooLarge } from "./hostKeys.js";
 
 type Args = Record<string, unknown>;
 
@@ -14,7 +14,6 @@ const MAX_DATA_BYTES = 64 * 1024 * 1024;
 const MAX_PBKDF2_ITERATIONS = 1_000_000;
 /** Iterations times output blocks: 1,000,000 iterations still give two blocks (an AES-256 key and an HMAC key from SHA-256). */
 const MAX_PBKDF2_WORK = 2_000_000;
-const MAX_GENERATED_MODULUS_BITS = 4096;
 const HASH_BYTES: Record<string, number> = { sha1: 20, sha256: 32, sha384: 48, sha512: 64 };
 const CURVES = new Set(["P-256", "P-384", "P-521"]);
 

@@ -106,7 +106,7 @@ export class KeyObject {
     else heldKeys.set(this, (handle as AsymmetricKeyHandle).key);
   }
   static from(key: unknown): KeyObject {
-    // There is no CryptoKey (no crypto.subtle) in the sandbox to convert.
+    // A CryptoKey's material stays in its private field, out of this module's reach: not converted.
     throw nodeError(new TypeError(`The "key" argument must be an instance of CryptoKey.${describeReceived(key)}`), "ERR_INVALID_ARG_TYPE");
   }
   get type(): KeyType {

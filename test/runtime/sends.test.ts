@@ -20,6 +20,24 @@ describe("runtime: $.send.* and additionalProps", function () {
   const run = async (body: string, extra = "", over = {}) =>
     runtime.invoke(invocation(await prepareCode(runtime, action(body, extra)), over));
 
+  it("$.context says this is the step's first run; $.flow.delay, rerun and suspend fail the step as a configuration error naming them", async () => {
+    // As rerun-polling actions open: their first branch runs, the rerun itself is refused.
+    const first = await run(
+      `const { run } = $.context; return { runs: run.runs, retries: run.retry_count, ts: typeof Date.parse($.context.ts) };`,
+    );
+    expect(first.ok, JSON.stringify(first.error)).to.equal(true);
+    expect(first.returnValue).to.deep.equal({ runs: 1, retries: 0, ts: "number" });
+    for (const name of ["delay", "rerun", "suspend"]) {
+      const paused = await run(`$.export("before", 1); return $.flow.${name}(1000);`);
+      expect(paused.ok, name).to.equal(false);
+      expect(paused.error).to.include({
+        name: "ConfigurationError",
+        code: "CONFIGURATION_ERROR",
+        message: `$.flow.${name}() is not available in Headwater: workflows run their steps in one go and are not paused or resumed`,
+      });
+    }
+  });
+
   it("records http, email and s3 sends, normalized, in call order; sse is an emit on a channel", async () => {
     const outcome = await run(`
       $.send.http({ url: "https://example.com/hook", data: { a: 1 }, headers: { "X-N": 2 }, params: { q: "x", n: 3 } });

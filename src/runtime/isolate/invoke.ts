@@ -18,7 +18,9 @@ import { isLimitError } from "./limitError.js";
 import {
   ArrayIsArray,
   cut,
+  DateCtor,
   DateNow,
+  DateToISOString,
   ErrorCtor,
   hasOwn,
   objectKeys,
@@ -73,6 +75,20 @@ export interface ErrorFields {
 type Fn = (...args: unknown[]) => unknown;
 
 let exitOf: (value: unknown) => { reason: string | undefined } | undefined;
+
+/**
+ * `$.flow.delay`, `rerun` and `suspend` pause a workflow to resume it later, which Headwater's
+ * workflows do not: the step fails saying so, as a configuration error, not with "not a function".
+ */
+function flowUnavailable(name: string): () => never {
+  return () => {
+    const error = new ErrorCtor(
+      `$.flow.${name}() is not available in Headwater: workflows run their steps in one go and are not paused or resumed`,
+    );
+    error.name = "ConfigurationError";
+    throw error;
+  };
+}
 
 /** $.flow.exit(): ends an action's run successfully. Recognized by a brand, not by instanceof. */
 class FlowExit {
@@ -420,6 +436,16 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
             exit: (reason?: unknown) => {
               throw new FlowExit(reason === undefined ? undefined : cut(text(reason), MAX_EXIT_REASON_CHARS));
             },
+            delay: flowUnavailable("delay"),
+            rerun: flowUnavailable("rerun"),
+            suspend: flowUnavailable("suspend"),
+          },
+          // What Pipedream tells a step of its execution: this is its first run (a rerun never comes).
+          context: {
+            ts: ReflectApply(DateToISOString, new DateCtor(started), []) as string,
+            test: false,
+            replay: false,
+            run: { runs: 1, retry_count: 0 },
           },
           respond: makeRespond(true, systemWarning),
           send: makeSend(),

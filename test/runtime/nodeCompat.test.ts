@@ -30,6 +30,9 @@ describe("runtime: Node compatibility layer", function () {
       } else if (req.url === "/api/v1/sites") {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify([{ id: "s1", name: "docs", auth: req.headers.authorization ?? null }]));
+      } else if (req.url === "/collections") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ result: { collections: [{ name: "docs" }] }, status: "ok", time: 0 }));
       } else if (req.url === "/echo") {
         res.writeHead(201, { "content-type": "application/json", "x-multi": ["a", "b"] });
         res.end(JSON.stringify({ method: req.method, headers: req.headers }));
@@ -784,6 +787,40 @@ describe("runtime: Node compatibility layer", function () {
       v1: true,
       v4: true,
       nanoid: 21,
+    });
+  });
+
+  it("packages that import undici load and send through the sandbox's fetch (cheerio 1.2 and 1.0.0, the qdrant client)", async () => {
+    // cheerio 1.2 brings undici 7 (which requires node:sqlite where it can), cheerio 1.0.0 undici 6
+    // (which compiles its HTTP parser to WebAssembly when it loads): both load, with undici the sandbox's.
+    for (const cheerio of ["cheerio@1.2.0", "cheerio@1.0.0"]) {
+      const e = await run(
+        source(
+          `const $ = cheerio.load("<ul><li>a</li><li class='x'>b</li></ul>"); this.$emit({ text: $("li.x").text(), n: $("li").length });`,
+          `import * as cheerio from "${cheerio}";`,
+        ),
+      );
+      expect(e, cheerio).to.deep.equal({ text: "b", n: 2 });
+    }
+    const e = await run(
+      source(
+        `const answered = await undici.request(this.db.get("base") + "/echo", { method: "POST", headers: { "x-from": "undici" }, body: "hi" });
+      const echoed = await answered.body.json();
+      const fetched = await (await undici.fetch(this.db.get("base") + "/plain")).text();
+      undici.setGlobalDispatcher(new undici.Agent({ keepAliveTimeout: 10 }));
+      const client = new QdrantClient({ url: this.db.get("base"), checkCompatibility: false });
+      const collections = await client.getCollections();
+      this.$emit({ status: answered.statusCode, method: echoed.method, from: echoed.headers["x-from"], fetched, collections });`,
+        `import * as undici from "undici@6.29.1"; import { QdrantClient } from "@qdrant/js-client-rest@1.19.0";`,
+      ),
+      { db: { base: server.url } },
+    );
+    expect(e).to.deep.equal({
+      status: 201,
+      method: "POST",
+      from: "undici",
+      fetched: "plain body",
+      collections: { collections: [{ name: "docs" }] },
     });
   });
 

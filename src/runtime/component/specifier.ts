@@ -60,6 +60,7 @@ export const SANDBOX_PACKAGES = new Set([
   "cross-fetch",
   "isomorphic-fetch",
   "form-data",
+  "undici",
 ]);
 
 const NODE_BUILTINS = new Set(builtinModules.filter((m) => !m.startsWith("_")));

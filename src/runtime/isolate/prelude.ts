@@ -213,6 +213,7 @@ const modules: Record<string, () => unknown> = {
   "timers/promises": () => timersModule.promises,
   "@pipedream/platform": once(() => require("./modules/platform.js")),
   "@pipedream/types": () => types,
+  undici: once(() => require("./modules/undici.js")),
   "form-data": once(() => (require("./modules/formData.js") as typeof import("./modules/formData.js")).default),
   axios: once(() => (require("./modules/axios.js") as typeof import("./modules/axios.js")).default),
   "node-fetch": nodeFetchModule,

@@ -824,6 +824,40 @@ describe("runtime: Node compatibility layer", function () {
     });
   });
 
+  it("structuredClone clones as Node's: Date, Map, Set, RegExp, BigInt, undefined, views of one buffer, errors, holes, cycles; DataCloneError", async () => {
+    // One probe, run by the host's Node and in the sandbox: the answers must be the same.
+    const probe = `
+      const failure = (fn) => { try { fn(); return null; } catch (e) { return [e.name, e instanceof DOMException]; } };
+      const m = new Map([[1, { a: 1 }]]); const buf = new Uint8Array([1, 2, 3]);
+      class Point { constructor() { this.x = 1; } get y() { return 2; } }
+      const src = { d: new Date(5), m, s: new Set(["x"]), re: /a+/gi, big: 10n, u: undefined, buf, view: new DataView(buf.buffer, 1, 2),
+        err: new RangeError("bad", { cause: "c" }), nested: [1, , 3], point: new Point(), boxed: Object("s") };
+      src.self = src;
+      const c = structuredClone(src);
+      return {
+        date: c.d instanceof Date && c.d.getTime(),
+        map: c.m instanceof Map && c.m.get(1).a, mapCopied: c.m.get(1) !== m.get(1),
+        set: c.s instanceof Set && c.s.has("x"),
+        re: c.re instanceof RegExp && c.re.source + "/" + c.re.flags,
+        big: typeof c.big === "bigint" && String(c.big),
+        undef: "u" in c && c.u === undefined,
+        buf: c.buf instanceof Uint8Array && Array.from(c.buf), bufCopied: c.buf.buffer !== buf.buffer,
+        sharedBuffer: c.view.buffer === c.buf.buffer, view: [c.view.byteOffset, c.view.byteLength],
+        err: c.err instanceof RangeError && [c.err.name, c.err.message, c.err.cause],
+        hole: c.nested.length === 3 && !(1 in c.nested),
+        point: [Object.getPrototypeOf(c.point) === Object.prototype, c.point.x, c.point.y ?? null],
+        boxed: [typeof c.boxed, String(c.boxed)],
+        cyclic: c.self === c,
+        fn: failure(() => structuredClone({ f() {} })),
+        promise: failure(() => structuredClone(Promise.resolve())),
+        symbol: failure(() => structuredClone(Symbol("s"))),
+      };`;
+    const expected = new Function(probe)() as unknown;
+    expect(expected).to.deep.include({ cyclic: true, date: 5, fn: ["DataCloneError", true] });
+    const e = await run(source(`this.$emit((() => { ${probe} })());`));
+    expect(e).to.deep.equal(expected);
+  });
+
   it("classes and functions keep their names though bundling renamed them (Buffer, not Buffer7), in the prelude and the component's bundle", async () => {
     const e = await run(
       source(

@@ -442,7 +442,7 @@ async function run(component: AnyRecord | undefined, payloadJson: string, dbJson
           },
           // What Pipedream tells a step of its execution: this is its first run (a rerun never comes).
           context: {
-            ts: ReflectApply(DateToISOString, new DateCtor(started), []) as string,
+            ts: ReflectApply(DateToISOString, new DateCtor(started), []),
             test: false,
             replay: false,
             run: { runs: 1, retry_count: 0 },

@@ -114,19 +114,13 @@ const performance = {
 const atob = (s: string) => bufferLib().Buffer.from(String(s), "base64").toString("latin1");
 const btoa = (s: string) => bufferLib().Buffer.from(String(s), "latin1").toString("base64");
 
-/**
- * JSON semantics, except that binary data is copied as binary (the streams polyfill clones an
- * ArrayBuffer with structuredClone to "transfer" it when the engine has no ArrayBuffer.transfer).
- */
-function structuredClone(v: unknown): unknown {
-  if (v === undefined) return undefined;
-  if (v instanceof ArrayBuffer) return v.slice(0);
-  if (ArrayBuffer.isView(v)) {
-    const copy = (v.buffer as ArrayBuffer).slice(v.byteOffset, v.byteOffset + v.byteLength);
-    const View = v.constructor as new (buffer: ArrayBuffer) => ArrayBufferView;
-    return v instanceof DataView ? new DataView(copy) : new View(copy);
-  }
-  return JSON.parse(stringify(v));
+const cloneLib = once(() => require("./structuredClone.js") as typeof import("./structuredClone.js"));
+
+/** The HTML standard's structured clone (structuredClone.ts); what it cannot clone is a DataCloneError. */
+function structuredClone(value: unknown): unknown {
+  return cloneLib().cloneStructured(value, (message) => {
+    throw new (domEvents().DOMException)(message, "DataCloneError");
+  });
 }
 
 const globals: AnyRecord = {

@@ -42,7 +42,7 @@ export async function request(
   const response = await fetch(target.toString(), {
     method: options.method ?? "GET",
     ...(headers ? { headers } : {}),
-    ...(options.body !== undefined && options.body !== null ? { body: options.body as string } : {}),
+    ...(options.body !== undefined && options.body !== null ? { body: options.body } : {}),
   });
   const answered: Record<string, string> = {};
   response.headers.forEach((value: string, name: string) => (answered[name] = value));

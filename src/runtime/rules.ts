@@ -458,3 +458,16 @@ export function normalizeSend(kind: unknown, config: unknown): Rule<Send> {
   }
   return { ok: false, message: `unknown destination ${describe(kind)} (http, email or s3)` };
 }
+
+/** The options of crypto.generateKeyPair the sandbox passes from the isolate and the host takes (the encodings aside). */
+export const KEY_PAIR_OPTIONS: readonly string[] = [
+  "modulusLength",
+  "publicExponent",
+  "hashAlgorithm",
+  "mgf1HashAlgorithm",
+  "saltLength",
+  "hash",
+  "mgf1Hash",
+  "namedCurve",
+  "paramEncoding",
+];

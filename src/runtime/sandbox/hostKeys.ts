@@ -4,6 +4,7 @@
 // factor of a passphrase-encrypted key, and the data signed (as digests). The isolate holds a key
 // as its DER (PKCS#8 or SPKI) and hands it back for each use; the host never keeps state.
 import crypto from "node:crypto";
+import { KEY_PAIR_OPTIONS } from "../rules.js";
 
 export const MAX_KEY_BYTES = 64 * 1024;
 export const MAX_MODULUS_BITS = 8192;
@@ -260,17 +261,6 @@ function signedData(v: unknown): Uint8Array {
 
 /** RSA moduli generated here: a 4096-bit key takes about a second; larger ones take many. */
 export const MAX_GENERATED_MODULUS_BITS = 4096;
-const GENERATE_OPTIONS = [
-  "modulusLength",
-  "publicExponent",
-  "hashAlgorithm",
-  "mgf1HashAlgorithm",
-  "saltLength",
-  "hash",
-  "mgf1Hash",
-  "namedCurve",
-  "paramEncoding",
-];
 
 /** An encoding option as Node reads it: strings (and a passphrase's bytes) only. */
 function encoding(v: unknown): unknown {
@@ -306,7 +296,7 @@ function generateKeyPair(a: Args) {
   let options: Args | undefined;
   if (given !== undefined) {
     options = {};
-    for (const name of GENERATE_OPTIONS) if (given[name] !== undefined) options[name] = given[name];
+    for (const name of KEY_PAIR_OPTIONS) if (given[name] !== undefined) options[name] = given[name];
     options["publicKeyEncoding"] = encoding(given["publicKeyEncoding"]);
     options["privateKeyEncoding"] = encoding(given["privateKeyEncoding"]);
   }

@@ -8,6 +8,7 @@
 // own modules, re-exported here.
 import { Buffer } from "buffer";
 import { hostSync } from "../bridge.js";
+import { KEY_PAIR_OPTIONS } from "../../rules.js";
 import { concatBytes } from "../textCodec.js";
 import { type Data, checkCallback, describeReceived, invalidType, isBinary, later, nodeError, toBytes } from "./cryptoArgs.js";
 import { Cipheriv, Decipheriv, createCipheriv, createDecipheriv, getCiphers } from "./cryptoCipher.js";
@@ -601,18 +602,6 @@ export function getHashes(): string[] {
 
 /** Node's way of showing a wrong option value: strings quoted, other values as they print. */
 const shown = (v: unknown) => (typeof v === "string" ? `'${v}'` : String(v));
-
-const KEY_PAIR_OPTIONS = [
-  "modulusLength",
-  "publicExponent",
-  "hashAlgorithm",
-  "mgf1HashAlgorithm",
-  "saltLength",
-  "hash",
-  "mgf1Hash",
-  "namedCurve",
-  "paramEncoding",
-];
 
 /** A key encoding option (publicKeyEncoding, privateKeyEncoding) as plain data for the host, which checks it with Node. */
 function keyEncoding(v: unknown): unknown {

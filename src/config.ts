@@ -32,6 +32,14 @@ const int = (min: number) =>
     if (value < min) throw new Error(`must be an integer >= ${min}, got "${raw}"`);
     return value;
   });
+/** An integer between min and max. */
+const intBetween = (min: number, max: number) =>
+  makeValidator<number>((raw) => {
+    if (!/^-?\d{1,15}$/.test(raw.trim())) throw new Error(`must be an integer, got "${raw}"`);
+    const value = Number(raw);
+    if (value < min || value > max) throw new Error(`must be an integer from ${min} to ${max}, got "${raw}"`);
+    return value;
+  });
 const baseUrl = makeValidator<string>((raw) => {
   let parsed: URL;
   try {
@@ -109,6 +117,8 @@ function specs(dataDirDefault: string) {
     HEADWATER_WARM_SOURCES: int(1)({ default: undefined }),
     HEADWATER_RUN_TIMEOUT_MS: int(1)({ default: undefined }),
     HEADWATER_RUN_MEMORY_MB: int(8)({ default: undefined }),
+    // A source's state goes to the sandbox and back with every batch, and into the log with it.
+    HEADWATER_DB_MAX_BYTES: intBetween(1024, 8 * 1024 * 1024)({ default: undefined }),
     HEADWATER_ALLOW_PRIVATE_NETWORKS: flag({ default: false }),
     HEADWATER_NPM_REGISTRY: baseUrl({ default: undefined }),
     HEADWATER_ENDPOINT_MAX_BODY_BYTES: int(1024)({ default: 512 * 1024 }),
@@ -185,6 +195,7 @@ function toConfig(env: ReturnType<typeof clean>) {
       ...(env.HEADWATER_WARM_SOURCES !== undefined ? { maxWarmContexts: env.HEADWATER_WARM_SOURCES } : {}),
       ...(env.HEADWATER_RUN_TIMEOUT_MS !== undefined ? { timeoutMs: env.HEADWATER_RUN_TIMEOUT_MS } : {}),
       ...(env.HEADWATER_RUN_MEMORY_MB !== undefined ? { memoryMb: env.HEADWATER_RUN_MEMORY_MB } : {}),
+      ...(env.HEADWATER_DB_MAX_BYTES !== undefined ? { limits: { maxDbBytes: env.HEADWATER_DB_MAX_BYTES } } : {}),
       allowPrivateNetworks: env.HEADWATER_ALLOW_PRIVATE_NETWORKS,
       ...(env.HEADWATER_NPM_REGISTRY !== undefined ? { npmRegistry: env.HEADWATER_NPM_REGISTRY } : {}),
     } satisfies RuntimeOptions & { npmRegistry?: string },

@@ -23,7 +23,7 @@ import {
   stringify,
   TypedArrayByteLength,
 } from "./primordials.js";
-import { utf8Encode } from "./textCodec.js";
+import { concatBytes, utf8Encode } from "./textCodec.js";
 
 type AnyRecord = Record<string, unknown>;
 type KeyType = "secret" | "public" | "private";
@@ -197,23 +197,11 @@ function arrayBuffer(bytes: Uint8Array): ArrayBuffer {
   return out;
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const p of parts) size += p.byteLength;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
-}
-
 /** One DER element (lengths below 65536, all a public key needs). */
 function der(tag: number, body: Uint8Array): Uint8Array {
   const n = body.byteLength;
   const head = n < 128 ? Uint8Array.of(tag, n) : n < 256 ? Uint8Array.of(tag, 0x81, n) : Uint8Array.of(tag, 0x82, n >> 8, n & 0xff);
-  return concat(head, body);
+  return concatBytes([head, body]);
 }
 
 // base64url by hand: the sandbox's Buffer knows only base64.
@@ -516,10 +504,10 @@ function rawPublicKey(name: string, namedCurve: string | undefined, raw: Uint8Ar
     const compressed = raw.byteLength === size + 1 && (raw[0] === 2 || raw[0] === 3);
     const uncompressed = raw.byteLength === 2 * size + 1 && raw[0] === 4;
     if (!compressed && !uncompressed) throw domError("Invalid keyData", "DataError");
-    return der(0x30, concat(der(0x30, concat(EC_PUBLIC_KEY_OID, oid)), der(0x03, concat(Uint8Array.of(0), raw))));
+    return der(0x30, concatBytes([der(0x30, concatBytes([EC_PUBLIC_KEY_OID, oid])), der(0x03, concatBytes([Uint8Array.of(0), raw]))]));
   }
   if (raw.byteLength !== 32) throw domError("Invalid keyData", "DataError");
-  return der(0x30, concat(der(0x30, OKP_OIDS[name]), der(0x03, concat(Uint8Array.of(0), raw))));
+  return der(0x30, concatBytes([der(0x30, OKP_OIDS[name]), der(0x03, concatBytes([Uint8Array.of(0), raw]))]));
 }
 
 /** A JWK's members for Node's createPrivateKey/createPublicKey, strings only, as JSON text. */

@@ -461,25 +461,27 @@ export const constants: Readonly<Record<string, number | string>> = Object.freez
   ...(typeof __HW_CRYPTO_CONSTANTS__ === "object" ? __HW_CRYPTO_CONSTANTS__ : {}),
 });
 
-/** The bytes of an HMAC key: as Node's createHmac, a string, binary data or a secret KeyObject. */
-function hmacKeyBytes(key: unknown, encoding?: string): Uint8Array {
-  if (key instanceof KeyObject) {
-    if (key.type !== "secret")
-      throw nodeError(new TypeError(`Invalid key object type ${String(key.type)}, expected secret.`), "ERR_CRYPTO_INVALID_KEY_OBJECT_TYPE");
-    return Uint8Array.from(secretKeyBytes(key));
+/** The key an HMAC, a cipher or HKDF takes, as Node's prepareSecretKey reads it: a string (in
+ * `encoding`), binary data or a secret KeyObject, copied. `accepted` is what Node's error says the
+ * argument may be. */
+export function secretKeyInput(value: unknown, name: string, accepted: string, encoding?: string): Uint8Array {
+  if (value instanceof KeyObject) {
+    if (value.type !== "secret")
+      throw nodeError(
+        new TypeError(`Invalid key object type ${String(value.type)}, expected secret.`),
+        "ERR_CRYPTO_INVALID_KEY_OBJECT_TYPE",
+      );
+    return Uint8Array.from(secretKeyBytes(value));
   }
-  if (typeof key !== "string" && !isBinary(key))
-    throw nodeError(
-      new TypeError(
-        `The "key" argument must be of type string or an instance of ArrayBuffer, Buffer, TypedArray, DataView, KeyObject, or CryptoKey.${describeReceived(key)}`,
-      ),
-      "ERR_INVALID_ARG_TYPE",
-    );
-  return Uint8Array.from(toBytes(key, encoding));
+  if (typeof value !== "string" && !isBinary(value)) throw invalidType(name, accepted, value);
+  return Uint8Array.from(toBytes(value, encoding));
 }
 
+/** What a key may be, in Node's words for createHmac and createCipheriv. */
+export const KEY_INPUT = "of type string or an instance of ArrayBuffer, Buffer, TypedArray, DataView, KeyObject, or CryptoKey";
+
 export function createHmac(algorithm: string, key: Data | KeyObject, options?: { encoding?: string }): Hmac {
-  return new Hmac(String(algorithm), hmacKeyBytes(key, options?.encoding));
+  return new Hmac(String(algorithm), secretKeyInput(key, "key", KEY_INPUT, options?.encoding));
 }
 
 export function hash(algorithm: string, data: Data, encoding = "hex"): string | Buffer {

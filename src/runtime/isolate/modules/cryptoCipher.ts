@@ -8,7 +8,7 @@
 import { Buffer } from "buffer";
 import { hostSync } from "../bridge.js";
 import { concatBytes } from "../textCodec.js";
-import { KeyObject } from "./crypto.js";
+import { KEY_INPUT, secretKeyInput } from "./crypto.js";
 import { type Data, describeReceived, invalidType, isBinary, nodeError, toBytes } from "./cryptoArgs.js";
 
 /** All the data a GCM or chacha20-poly1305 cipher may gather before its final (the host's bound per call). */
@@ -24,18 +24,6 @@ function invalidState(operation?: string): Error {
     new Error(operation === undefined ? "Invalid state" : `Invalid state for operation ${operation}`),
     "ERR_CRYPTO_INVALID_STATE",
   );
-}
-
-/** The key's bytes: a string (in `encoding`), binary data or a secret KeyObject, as Node's prepareSecretKey reads them. */
-function cipherKey(key: unknown, encoding: string | undefined): Uint8Array {
-  if (key instanceof KeyObject) {
-    if (key.type !== "secret")
-      throw nodeError(new TypeError(`Invalid key object type ${key.type}, expected secret.`), "ERR_CRYPTO_INVALID_KEY_OBJECT_TYPE");
-    return Uint8Array.from(key.export() as Uint8Array);
-  }
-  if (typeof key !== "string" && !isBinary(key))
-    throw invalidType("key", "of type string or an instance of ArrayBuffer, Buffer, TypedArray, DataView, KeyObject, or CryptoKey", key);
-  return Uint8Array.from(toBytes(key, encoding));
 }
 
 /** Bytes handed to setAAD and setAuthTag: Node names the argument "buffer". */
@@ -103,7 +91,7 @@ class CipherBase {
   constructor(cipher: unknown, key: unknown, iv: unknown, options: CipherOptions, decrypt: boolean) {
     if (typeof cipher !== "string") throw invalidType("cipher", "of type string", cipher);
     const encoding = typeof options?.encoding === "string" ? options.encoding : undefined;
-    this.#key = cipherKey(key, encoding);
+    this.#key = secretKeyInput(key, "key", KEY_INPUT, encoding);
     if (iv !== null && typeof iv !== "string" && !isBinary(iv))
       throw invalidType("iv", "of type string or an instance of ArrayBuffer, Buffer, TypedArray, or DataView", iv);
     this.#iv = iv === null ? null : Uint8Array.from(toBytes(iv as string));

@@ -4,8 +4,8 @@
 // once and call back after this turn; bad arguments throw at the call, as Node's do.
 import { Buffer } from "buffer";
 import { hostSync } from "../bridge.js";
-import { KeyObject } from "./crypto.js";
-import { binaryLike, checkCallback, invalidType, isBinary, later, nodeError, toBytes } from "./cryptoArgs.js";
+import { secretKeyInput } from "./crypto.js";
+import { binaryLike, checkCallback, invalidType, later } from "./cryptoArgs.js";
 
 /** A number or string argument: an object is refused here, any other value is the host's to check. */
 function primitive(value: unknown, name: string, type: string): unknown {
@@ -65,22 +65,10 @@ export function scrypt(password: unknown, salt: unknown, keylen: unknown, option
   later(cb, scryptBytes(password, salt, keylen, options));
 }
 
-/** The input keying material: a string, binary data or a secret KeyObject. */
-function ikmBytes(ikm: unknown): Uint8Array {
-  if (ikm instanceof KeyObject) {
-    if (ikm.type !== "secret")
-      throw nodeError(new TypeError(`Invalid key object type ${ikm.type}, expected secret.`), "ERR_CRYPTO_INVALID_KEY_OBJECT_TYPE");
-    return Uint8Array.from(ikm.export() as Uint8Array);
-  }
-  if (typeof ikm !== "string" && !isBinary(ikm))
-    throw invalidType("ikm", "of type string or an instance of SecretKeyObject, ArrayBuffer, TypedArray, DataView, or Buffer", ikm);
-  return Uint8Array.from(toBytes(ikm));
-}
-
 function hkdfBytes(digest: unknown, ikm: unknown, salt: unknown, info: unknown, keylen: unknown): ArrayBuffer {
   const derived = hostSync<Uint8Array>("crypto.hkdf", {
     digest: primitive(digest, "digest", "string"),
-    ikm: ikmBytes(ikm),
+    ikm: secretKeyInput(ikm, "ikm", "of type string or an instance of SecretKeyObject, ArrayBuffer, TypedArray, DataView, or Buffer"),
     salt: binaryLike(salt, "salt"),
     info: binaryLike(info, "info"),
     keylen: primitive(keylen, "keylen", "number"),
